@@ -1,0 +1,107 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/recordhub/recordhub/models"
+)
+
+// MaxBodyBytes bounds every request body.
+const MaxBodyBytes = 1 << 20
+
+// readJSON decodes the request body into dst, answering the error itself
+// and returning false when the body is too large (413), not JSON (415),
+// malformed (400) or of the wrong shape (422). An empty body is accepted
+// as {} when optional is set.
+func (s *Server) readJSON(c *gin.Context, dst any, optional bool) bool {
+	r := c.Request
+	if r.ContentLength > MaxBodyBytes {
+		failCode(c, http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("the body exceeds %d bytes", MaxBodyBytes))
+		return false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			failCode(c, http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("the body exceeds %d bytes", MaxBodyBytes))
+			return false
+		}
+		s.fail(c, invalid("the body could not be read"))
+		return false
+	}
+	if len(bytes.TrimSpace(body)) == 0 && optional {
+		return true
+	}
+	if !isJSONType(r.Header.Get("Content-Type")) {
+		failCode(c, http.StatusUnsupportedMediaType, codeUnsupportedType, "the body must be JSON, sent with Content-Type: application/json")
+		return false
+	}
+	if err := decodeStrict(body, dst); err != nil {
+		s.fail(c, err)
+		return false
+	}
+	return true
+}
+
+func isJSONType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+// decodeStrict decodes one JSON value with numbers as json.Number and
+// refuses unknown properties and trailing data.
+func decodeStrict(body []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			field := typeErr.Field
+			if field == "" {
+				return invalid("the body must be a JSON object")
+			}
+			return models.ValidationError([]models.FieldError{{Field: field, Message: "must be " + jsonKind(typeErr.Type.Kind().String())}})
+		}
+		if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return invalid("unknown property %s", msg)
+		}
+		return invalid("the body is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return invalid("the body holds more than one JSON value")
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err != io.EOF {
+		return invalid("the body holds more than one JSON value")
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "map", "struct":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "ptr":
+		return "of another type"
+	}
+	return "a number"
+}

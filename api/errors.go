@@ -1,0 +1,72 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/recordhub/recordhub/models"
+)
+
+// Error codes of the API beyond the store's kinds (SPEC §4).
+const (
+	codeInvalidRequest  = "invalid_request"
+	codeForbidden       = "forbidden"
+	codeNotFound        = "not_found"
+	codeTooLarge        = "payload_too_large"
+	codeUnsupportedType = "unsupported_media_type"
+	codeRateLimited     = "rate_limited"
+	codeInternal        = "internal"
+	codeUnavailable     = "unavailable"
+)
+
+// statusOf is the one table from error kinds to HTTP statuses.
+var statusOf = map[models.Kind]int{
+	models.KindInvalid:      http.StatusBadRequest,
+	models.KindUnauthorized: http.StatusUnauthorized,
+	models.KindKeyExpired:   http.StatusUnauthorized,
+	models.KindNotFound:     http.StatusNotFound,
+	models.KindConflict:     http.StatusConflict,
+	models.KindPrecondition: http.StatusPreconditionFailed,
+	models.KindValidation:   http.StatusUnprocessableEntity,
+	models.KindInternal:     http.StatusInternalServerError,
+}
+
+// errorBody is the JSON of every error response.
+type errorBody struct {
+	Error      string              `json:"error"`
+	Message    string              `json:"message"`
+	RequestID  string              `json:"request_id"`
+	Details    []models.FieldError `json:"details,omitempty"`
+	Required   string              `json:"required,omitempty"`
+	Limit      int                 `json:"limit,omitempty"`
+	RetryAfter int                 `json:"retry_after,omitempty"`
+}
+
+// fail writes err as an error response. Errors that are not *models.Error
+// are internal: they are logged with the request id and never shown.
+func (s *Server) fail(c *gin.Context, err error) {
+	var e *models.Error
+	if !errors.As(err, &e) {
+		s.log.ErrorContext(c.Request.Context(), "request failed", "request_id", requestID(c), "error", err)
+		e = &models.Error{Kind: models.KindInternal, Message: "an internal error occurred; quote the request id when reporting it"}
+	}
+	if e.Kind == models.KindUnauthorized || e.Kind == models.KindKeyExpired {
+		c.Header("WWW-Authenticate", `Bearer realm="recordhub"`)
+	}
+	status, ok := statusOf[e.Kind]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	c.AbortWithStatusJSON(status, errorBody{Error: string(e.Kind), Message: e.Message, RequestID: requestID(c), Details: e.Details})
+}
+
+// failCode writes an error response that has no store kind.
+func failCode(c *gin.Context, status int, code, message string) {
+	c.AbortWithStatusJSON(status, errorBody{Error: code, Message: message, RequestID: requestID(c)})
+}
+
+func invalid(format string, args ...any) error {
+	return models.Errorf(models.KindInvalid, format, args...)
+}

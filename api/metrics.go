@@ -1,0 +1,40 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	requests      *prometheus.CounterVec
+	latency       *prometheus.HistogramVec
+	rateLimited   prometheus.Counter
+	limiterErrors prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "recordhub_http_requests_total", Help: "HTTP requests by route, method and status.",
+		}, []string{"route", "method", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "recordhub_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route", "method"}),
+		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "recordhub_rate_limited_total", Help: "Requests answered 429 by the per-key limit.",
+		}),
+		limiterErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "recordhub_rate_limiter_errors_total", Help: "Requests let through because the rate limiter failed.",
+		}),
+	}
+	reg.MustRegister(m.requests, m.latency, m.rateLimited, m.limiterErrors)
+	return m
+}
+
+func (m *metrics) observe(method, route string, status int, elapsed time.Duration) {
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(route, method).Observe(elapsed.Seconds())
+}

@@ -1,0 +1,214 @@
+package api
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/recordhub/recordhub/api/ratelimit"
+	"github.com/recordhub/recordhub/models"
+)
+
+// call is what the middleware chain learns about a request, for its
+// handlers and its access-log row.
+type call struct {
+	requestID string
+	key       *models.APIKey
+	tenantID  string
+	keyID     string
+	moduleID  string
+}
+
+const callKey = "recordhub.call"
+
+func callOf(c *gin.Context) *call {
+	if v, ok := c.Get(callKey); ok {
+		return v.(*call)
+	}
+	cl := &call{}
+	c.Set(callKey, cl)
+	return cl
+}
+
+func requestID(c *gin.Context) string { return callOf(c).requestID }
+
+// tenantOf returns the authenticated key's tenant.
+func tenantOf(c *gin.Context) string { return callOf(c).key.TenantID }
+
+// requestID takes a caller's X-Request-Id when it is a sane token, or makes
+// one, and echoes it on every response.
+func (s *Server) requestID(c *gin.Context) {
+	id := c.GetHeader("X-Request-Id")
+	if !validRequestID(id) {
+		id = models.NewID(models.PrefixRequest)
+	}
+	c.Set(callKey, &call{requestID: id})
+	c.Header("X-Request-Id", id)
+	c.Next()
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+// observe counts every request in the metrics and queues an access-log row
+// for every call under /api.
+func (s *Server) observe(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	elapsed := time.Since(start)
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	status := c.Writer.Status()
+	s.metrics.observe(c.Request.Method, route, status, elapsed)
+	if !strings.HasPrefix(c.Request.URL.Path, "/api") {
+		return
+	}
+	cl := callOf(c)
+	s.logs.Enqueue(models.AccessLog{
+		ID:         models.NewID(models.PrefixAccessLog),
+		TenantID:   optional(cl.tenantID),
+		KeyID:      optional(cl.keyID),
+		Method:     c.Request.Method,
+		Path:       truncate(c.Request.URL.Path, 2048),
+		Route:      route,
+		ModuleID:   optional(cl.moduleID),
+		Status:     status,
+		DurationMS: math.Round(float64(elapsed.Microseconds())) / 1000,
+		IP:         c.ClientIP(),
+		UserAgent:  truncate(c.Request.UserAgent(), 512),
+		RequestID:  cl.requestID,
+		CreatedAt:  start.UTC().Truncate(time.Microsecond),
+	})
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// recover turns a panic into a 500 that shows nothing of it.
+func (s *Server) recover(c *gin.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.ErrorContext(c.Request.Context(), "panic", "request_id", requestID(c), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if !c.Writer.Written() {
+				failCode(c, http.StatusInternalServerError, codeInternal, "an internal error occurred; quote the request id when reporting it")
+			}
+			c.Abort()
+		}
+	}()
+	c.Next()
+}
+
+// authenticate resolves the bearer key. Expired and revoked keys are still
+// attributed to their tenant in the access log.
+func (s *Server) authenticate(c *gin.Context) {
+	secret, ok := bearer(c.GetHeader("Authorization"))
+	if !ok {
+		s.fail(c, models.ErrUnauthorized)
+		return
+	}
+	k, err := s.store.Authenticate(c.Request.Context(), secret)
+	cl := callOf(c)
+	if k != nil {
+		cl.tenantID, cl.keyID = k.TenantID, k.ID
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	cl.key = k
+	c.Next()
+}
+
+func bearer(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// rateLimit spends one request of the key's per-minute budget. When the
+// limiter itself fails (Redis down) the request passes: the limit protects
+// the service, and a broken limiter must not take the API down with it.
+func (s *Server) rateLimit(c *gin.Context) {
+	k := callOf(c).key
+	res, err := s.limiter.Allow(c.Request.Context(), "key:"+k.ID, k.RateLimitPerMinute)
+	if err != nil {
+		s.metrics.limiterErrors.Inc()
+		s.log.WarnContext(c.Request.Context(), "rate limiter failed; letting the request through", "request_id", requestID(c), "error", err)
+		c.Next()
+		return
+	}
+	if !s.applyLimit(c, res) {
+		return
+	}
+	c.Next()
+}
+
+// applyLimit sets the rate-limit headers and, when the budget is spent,
+// answers 429; it reports whether the request may go on.
+func (s *Server) applyLimit(c *gin.Context, res ratelimit.Result) bool {
+	h := c.Writer.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(res.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(s.now().Add(res.ResetAfter).Add(time.Second-1).Unix(), 10))
+	if res.Allowed {
+		return true
+	}
+	s.metrics.rateLimited.Inc()
+	retry := max(1, int(math.Ceil(res.RetryAfter.Seconds())))
+	h.Set("Retry-After", strconv.Itoa(retry))
+	c.AbortWithStatusJSON(http.StatusTooManyRequests, errorBody{
+		Error: codeRateLimited, Message: fmt.Sprintf("rate limit of %d requests per minute exceeded", res.Limit),
+		RequestID: requestID(c), Limit: res.Limit, RetryAfter: retry,
+	})
+	return false
+}
+
+// requireAdmin admits admin keys only.
+func (s *Server) requireAdmin(c *gin.Context) {
+	if !callOf(c).key.Admin {
+		forbidden(c, "admin")
+		return
+	}
+	c.Next()
+}
+
+func forbidden(c *gin.Context, required string) {
+	c.AbortWithStatusJSON(http.StatusForbidden, errorBody{
+		Error: codeForbidden, Message: fmt.Sprintf("the API key lacks the %q permission", required),
+		RequestID: requestID(c), Required: required,
+	})
+}

@@ -1,0 +1,61 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/recordhub/recordhub/models"
+)
+
+// Page bounds (SPEC §3).
+const (
+	defaultLimit = 20
+	maxLimit     = 100
+)
+
+// pageOf reads page (≥1, default 1) and limit (1..100, default 20).
+func pageOf(c *gin.Context) (models.Page, error) {
+	p := models.Page{Page: 1, Limit: defaultLimit}
+	if v, ok := c.GetQuery("page"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return p, invalid("page must be an integer of at least 1")
+		}
+		p.Page = n
+	}
+	if v, ok := c.GetQuery("limit"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			return p, invalid("limit must be an integer from 1 to %d", maxLimit)
+		}
+		p.Limit = n
+	}
+	const maxOffset = 1 << 30
+	if p.Page > maxOffset/p.Limit {
+		return p, invalid("page is too large")
+	}
+	return p, nil
+}
+
+// timeParam reads an optional RFC 3339 query parameter.
+func timeParam(c *gin.Context, name string) (*time.Time, error) {
+	v, ok := c.GetQuery(name)
+	if !ok || v == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, invalid("%s must be an RFC 3339 date-time", name)
+	}
+	return &t, nil
+}
+
+// list is the envelope of every list response.
+type list[T any] struct {
+	Data  []T   `json:"data"`
+	Total int64 `json:"total"`
+	Page  int   `json:"page,omitempty"`
+	Limit int   `json:"limit,omitempty"`
+}

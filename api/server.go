@@ -1,0 +1,131 @@
+// Package api is recordhub's HTTP interface: the records API under /api, the
+// admin API under /api/admin, and the operational endpoints.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/recordhub/recordhub/api/ratelimit"
+	"github.com/recordhub/recordhub/models"
+)
+
+// Limiter takes one request from a per-minute budget.
+type Limiter interface {
+	Allow(ctx context.Context, key string, perMinute int) (ratelimit.Result, error)
+}
+
+// LogSink takes access-log rows without blocking; false means dropped.
+type LogSink interface {
+	Enqueue(l models.AccessLog) bool
+}
+
+// Check is one readiness probe, such as the database or Redis.
+type Check struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Deps are the server's collaborators, built in cmd.
+type Deps struct {
+	Store   *models.Store
+	Limiter Limiter
+	Logs    LogSink
+	// Registry receives the server's metrics and is served at /metrics.
+	Registry *prometheus.Registry
+	Log      *slog.Logger
+	// DefaultRateLimit is the per-minute limit of keys created without one.
+	DefaultRateLimit int
+	// Ready lists the checks of /readyz.
+	Ready []Check
+	// Now returns the time; time.Now when nil.
+	Now func() time.Time
+}
+
+// Server serves the HTTP API.
+type Server struct {
+	store            *models.Store
+	limiter          Limiter
+	logs             LogSink
+	log              *slog.Logger
+	metrics          *metrics
+	registry         *prometheus.Registry
+	defaultRateLimit int
+	ready            []Check
+	now              func() time.Time
+	engine           *gin.Engine
+}
+
+// New returns a Server with its routes.
+func New(d Deps) *Server {
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{
+		store: d.Store, limiter: d.Limiter, logs: d.Logs, log: d.Log,
+		registry: d.Registry, defaultRateLimit: d.DefaultRateLimit, ready: d.Ready, now: d.Now,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.registry == nil {
+		s.registry = prometheus.NewRegistry()
+	}
+	if s.defaultRateLimit <= 0 {
+		s.defaultRateLimit = 600
+	}
+	s.metrics = newMetrics(s.registry)
+	s.engine = s.routes()
+	return s
+}
+
+// Handler returns the http.Handler of the API.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+func (s *Server) routes() *gin.Engine {
+	r := gin.New()
+	// Clients are identified by the connection's address; forwarded-for
+	// headers are not trusted unless a deployment puts a known proxy in front.
+	_ = r.SetTrustedProxies(nil)
+	r.Use(s.requestID, s.observe, s.recover)
+
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
+
+	pub := r.Group("/api")
+	pub.GET("/openapi.yaml", serveOpenAPI)
+
+	authed := r.Group("/api", s.authenticate, s.rateLimit)
+	authed.GET("/modules", s.listModules)
+	authed.GET("/modules/:id/records", s.listRecords)
+	authed.POST("/modules/:id/records", s.createRecord)
+	authed.GET("/modules/:id/records/:recordId", s.getRecord)
+	authed.PATCH("/modules/:id/records/:recordId", s.updateRecord)
+	authed.DELETE("/modules/:id/records/:recordId", s.deleteRecord)
+
+	admin := authed.Group("/admin", s.requireAdmin)
+	admin.POST("/modules", s.adminCreateModule)
+	admin.GET("/modules", s.adminListModules)
+	admin.GET("/modules/:id", s.adminGetModule)
+	admin.PATCH("/modules/:id", s.adminUpdateModule)
+	admin.DELETE("/modules/:id", s.adminDeleteModule)
+	admin.POST("/keys", s.adminCreateKey)
+	admin.GET("/keys", s.adminListKeys)
+	admin.GET("/keys/:id", s.adminGetKey)
+	admin.PATCH("/keys/:id", s.adminUpdateKey)
+	admin.DELETE("/keys/:id", s.adminRevokeKey)
+	admin.POST("/keys/:id/rotate", s.adminRotateKey)
+	admin.GET("/keys/:id/usage", s.adminKeyUsage)
+	admin.GET("/access-logs", s.adminAccessLogs)
+
+	r.NoRoute(func(c *gin.Context) { failCode(c, http.StatusNotFound, codeNotFound, "no such route") })
+	return r
+}

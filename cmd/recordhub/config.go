@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the service's configuration, read from the environment (SPEC §1).
+type Config struct {
+	HTTPAddr          string
+	DatabaseURL       string
+	RedisURL          string
+	DataDir           string
+	SecretKey         string
+	BootstrapAdminKey string
+	DefaultRateLimit  int
+	AutoMigrate       bool
+	LogLevel          slog.Level
+
+	TemporalAddress   string
+	TemporalNamespace string
+	TemporalUIAddr    string
+	TemporalPort      int
+	TemporalRetention time.Duration
+
+	WebhookTimeout          time.Duration
+	WebhookRetryInitial     time.Duration
+	WebhookRetryMaxInterval time.Duration
+	WebhookAllowCIDRs       []string
+}
+
+// configFromEnv reads the configuration through lookupEnv (os.LookupEnv),
+// applying defaults.
+func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
+	getenv := func(name string) string {
+		v, _ := lookupEnv(name)
+		return v
+	}
+	c := Config{
+		HTTPAddr:          envOr(getenv, "RECORDHUB_HTTP_ADDR", "127.0.0.1:8080"),
+		DatabaseURL:       getenv("DATABASE_URL"),
+		RedisURL:          getenv("REDIS_URL"),
+		DataDir:           envOr(getenv, "RECORDHUB_DATA_DIR", "./data"),
+		SecretKey:         getenv("RECORDHUB_SECRET_KEY"),
+		BootstrapAdminKey: getenv("RECORDHUB_BOOTSTRAP_ADMIN_KEY"),
+		TemporalAddress:   getenv("TEMPORAL_ADDRESS"),
+		TemporalNamespace: envOr(getenv, "TEMPORAL_NAMESPACE", "default"),
+		TemporalUIAddr:    envOr(getenv, "RECORDHUB_TEMPORAL_UI_ADDR", "127.0.0.1:8233"),
+	}
+	if v, ok := lookupEnv("RECORDHUB_TEMPORAL_UI_ADDR"); ok {
+		c.TemporalUIAddr = v // an explicit empty string turns the UI off
+	}
+	var errs []string
+	intVar := func(dst *int, name string, def, lo, hi int) {
+		*dst = def
+		if v := getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < lo || n > hi {
+				errs = append(errs, fmt.Sprintf("%s must be an integer from %d to %d", name, lo, hi))
+				return
+			}
+			*dst = n
+		}
+	}
+	durVar := func(dst *time.Duration, name string, def time.Duration) {
+		*dst = def
+		if v := getenv(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Sprintf("%s must be a positive duration such as 30s", name))
+				return
+			}
+			*dst = d
+		}
+	}
+	intVar(&c.DefaultRateLimit, "RECORDHUB_DEFAULT_RATE_LIMIT", 600, 1, 1_000_000)
+	intVar(&c.TemporalPort, "RECORDHUB_TEMPORAL_PORT", 7233, 1, 65535)
+	durVar(&c.TemporalRetention, "RECORDHUB_TEMPORAL_RETENTION", 720*time.Hour)
+	durVar(&c.WebhookTimeout, "RECORDHUB_WEBHOOK_TIMEOUT", 30*time.Second)
+	durVar(&c.WebhookRetryInitial, "RECORDHUB_WEBHOOK_RETRY_INITIAL", 60*time.Second)
+	durVar(&c.WebhookRetryMaxInterval, "RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL", 960*time.Second)
+	switch v := strings.ToLower(getenv("RECORDHUB_AUTO_MIGRATE")); v {
+	case "", "true", "1", "yes":
+		c.AutoMigrate = true
+	case "false", "0", "no":
+	default:
+		errs = append(errs, "RECORDHUB_AUTO_MIGRATE must be true or false")
+	}
+	if v := getenv("RECORDHUB_LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			errs = append(errs, "RECORDHUB_LOG_LEVEL must be debug, info, warn or error")
+		}
+	}
+	for _, cidr := range strings.Split(getenv("RECORDHUB_WEBHOOK_ALLOW_CIDRS"), ",") {
+		if cidr = strings.TrimSpace(cidr); cidr != "" {
+			c.WebhookAllowCIDRs = append(c.WebhookAllowCIDRs, cidr)
+		}
+	}
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		errs = append(errs, "DATABASE_URL must be a postgres:// URL (leave it empty for the embedded SQLite file)")
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+func envOr(getenv func(string) string, name, def string) string {
+	if v := getenv(name); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/recordhub/recordhub/api"
+	"github.com/recordhub/recordhub/api/accesslog"
+	"github.com/recordhub/recordhub/api/ratelimit"
+)
+
+// Env is what run needs from its process.
+type Env struct {
+	Stdout, Stderr io.Writer
+	// Listening, when set, is called with the API's address once it accepts
+	// connections (tests listen on port 0).
+	Listening func(addr string)
+}
+
+// shutdownTimeout bounds the graceful part of a shutdown.
+const shutdownTimeout = 30 * time.Second
+
+// run runs the service until ctx ends, then shuts down gracefully:
+// in-flight requests finish and queued access-log rows are written.
+func run(ctx context.Context, cfg Config, env Env) error {
+	log := slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+
+	store, err := openStore(ctx, cfg, cfg.AutoMigrate)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	created, secret, err := store.BootstrapTenant(ctx, "default", cfg.BootstrapAdminKey, cfg.DefaultRateLimit)
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	switch {
+	case created && cfg.BootstrapAdminKey != "":
+		log.Info("created tenant default; its admin key is RECORDHUB_BOOTSTRAP_ADMIN_KEY")
+	case created:
+		fmt.Fprintf(env.Stdout, "\nCreated tenant \"default\". Its admin key, shown once:\n\n    %s\n\n", secret)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	checks := []api.Check{{Name: "database", Check: store.Ping}}
+
+	var limiter api.Limiter = ratelimit.NewMemory(nil)
+	if cfg.RedisURL != "" {
+		opts, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			return fmt.Errorf("REDIS_URL: %w", err)
+		}
+		rdb := redis.NewClient(opts)
+		defer rdb.Close()
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("connect redis: %w", err)
+		}
+		limiter = ratelimit.NewRedis(rdb, "recordhub:ratelimit:")
+		checks = append(checks, api.Check{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
+	}
+
+	dropped := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "recordhub_access_log_dropped_total", Help: "Access-log rows dropped because the queue was full or the database refused them.",
+	})
+	logs := accesslog.New(store, accesslog.Options{OnDrop: dropped.Inc, Log: log})
+	reg.MustRegister(dropped, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "recordhub_access_log_queue_depth", Help: "Access-log rows waiting to be written.",
+	}, func() float64 { return float64(logs.Depth()) }))
+	go logs.Run(ctx)
+
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWatch()
+	go store.WatchKeyChanges(watchCtx, log)
+
+	srv := api.New(api.Deps{
+		Store: store, Limiter: limiter, Logs: logs, Registry: reg, Log: log,
+		DefaultRateLimit: cfg.DefaultRateLimit, Ready: checks,
+	})
+	httpSrv := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	log.Info("recordhub listening", "addr", ln.Addr().String(), "database", string(store.Dialect()), "redis", cfg.RedisURL != "")
+	if env.Listening != nil {
+		env.Listening(ln.Addr().String())
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		return fmt.Errorf("http server: %w", err)
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	var errs []error
+	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
+		errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+	}
+	if err := logs.Close(shutdownCtx); err != nil {
+		errs = append(errs, fmt.Errorf("flush access logs: %w", err))
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, err)
+	}
+	log.Info("stopped")
+	return errors.Join(errs...)
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/recordhub/recordhub/models"
+)
+
+// openStore opens the configured database: PostgreSQL when DATABASE_URL is
+// set, else the SQLite file in the data directory. It applies migrations
+// when migrate is set.
+func openStore(ctx context.Context, cfg Config, migrate bool) (*models.Store, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	key, err := secretKey(cfg)
+	if err != nil {
+		return nil, err
+	}
+	box, err := models.NewSecretBox(key)
+	if err != nil {
+		return nil, err
+	}
+	opts := models.Options{SecretBox: box}
+	var store *models.Store
+	if cfg.DatabaseURL != "" {
+		store, err = models.OpenPostgres(ctx, cfg.DatabaseURL, opts)
+	} else {
+		store, err = models.OpenSQLite(ctx, filepath.Join(cfg.DataDir, "recordhub.db"), opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if migrate {
+		if err := store.Migrate(ctx); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
+	return store, nil
+}
+
+// secretKey returns RECORDHUB_SECRET_KEY, or the key file in the data
+// directory, generating it on first run.
+func secretKey(cfg Config) ([]byte, error) {
+	if cfg.SecretKey != "" {
+		return models.ParseSecretKey(cfg.SecretKey)
+	}
+	path := filepath.Join(cfg.DataDir, "secret.key")
+	b, err := os.ReadFile(path)
+	if err == nil {
+		k, err := models.ParseSecretKey(strings.TrimSpace(string(b)))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return k, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read secret key: %w", err)
+	}
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return nil, fmt.Errorf("generate secret key: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("write secret key: %w", err)
+	}
+	_, werr := f.WriteString(base64.StdEncoding.EncodeToString(k) + "\n")
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return nil, fmt.Errorf("write secret key: %w", err)
+	}
+	return k, nil
+}
+
+func migrateCommand(ctx context.Context, cfg Config, stdout io.Writer) error {
+	store, err := openStore(ctx, cfg, true)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	fmt.Fprintf(stdout, "migrations applied (%s)\n", store.Dialect())
+	return nil
+}

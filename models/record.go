@@ -1,0 +1,253 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Record is one entry of a module: typed fields, free-form custom data and a
+// version that grows by one with every change.
+type Record struct {
+	ID         string `gorm:"primaryKey"`
+	TenantID   string
+	ModuleID   string
+	Fields     JSONObject `gorm:"type:text"`
+	CustomData JSONObject `gorm:"type:text"`
+	Version    int64
+	CreatedAt  time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt  time.Time `gorm:"autoUpdateTime:false"`
+}
+
+// Sort orders of record lists.
+var recordSorts = map[string]string{
+	"created_at":  "created_at ASC, id ASC",
+	"-created_at": "created_at DESC, id DESC",
+	"updated_at":  "updated_at ASC, id ASC",
+	"-updated_at": "updated_at DESC, id DESC",
+}
+
+// DefaultRecordSort lists the newest records first.
+const DefaultRecordSort = "-created_at"
+
+// ValidRecordSort reports whether sort names a record order.
+func ValidRecordSort(sort string) bool {
+	_, ok := recordSorts[sort]
+	return ok
+}
+
+// RecordQuery selects a page of a module's records.
+type RecordQuery struct {
+	Page Page
+	// Sort is one of created_at, -created_at, updated_at, -updated_at.
+	Sort string
+	// Filters maps a field name to the value it must equal (see
+	// Field.FilterValue).
+	Filters map[string]any
+}
+
+// CreateRecord validates and inserts a record.
+func (s *Store) CreateRecord(ctx context.Context, m *Module, fields, customData map[string]any) (*Record, error) {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	if customData == nil {
+		customData = map[string]any{}
+	}
+	if errs := m.ValidateRecordFields(fields, nil); len(errs) > 0 {
+		return nil, ValidationError(errs)
+	}
+	now := s.now()
+	r := &Record{
+		ID: NewID(PrefixRecord), TenantID: m.TenantID, ModuleID: m.ID,
+		Fields: fields, CustomData: customData, Version: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(r).Error; err != nil {
+			return fmt.Errorf("insert record: %w", err)
+		}
+		return s.addToCount(tx, m.ID, 1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (s *Store) addToCount(tx *gorm.DB, moduleID string, n int) error {
+	err := tx.Exec(`INSERT INTO module_record_counts (module_id, shard, count) VALUES (?, ?, ?)
+		ON CONFLICT (module_id, shard) DO UPDATE SET count = module_record_counts.count + excluded.count`,
+		moduleID, s.shard(), n).Error
+	if err != nil {
+		return fmt.Errorf("count record: %w", err)
+	}
+	return nil
+}
+
+// GetRecord returns a record of one of the tenant's modules.
+func (s *Store) GetRecord(ctx context.Context, tenantID, moduleID, id string) (*Record, error) {
+	var r Record
+	err := s.r.WithContext(ctx).Where("id = ? AND module_id = ? AND tenant_id = ?", id, moduleID, tenantID).Take(&r).Error
+	if err != nil {
+		return nil, notFoundOr(err, "load record")
+	}
+	return &r, nil
+}
+
+// ListRecords returns a page of a module's records and the number of
+// records that match the filters.
+func (s *Store) ListRecords(ctx context.Context, m *Module, q RecordQuery) ([]Record, int64, error) {
+	order, ok := recordSorts[q.Sort]
+	if !ok {
+		order = recordSorts[DefaultRecordSort]
+	}
+	db := s.r.WithContext(ctx).Model(&Record{}).Where("module_id = ? AND tenant_id = ?", m.ID, m.TenantID)
+	for name, v := range q.Filters {
+		var err error
+		if db, err = s.filter(db, name, v); err != nil {
+			return nil, 0, err
+		}
+	}
+	var total int64
+	if len(q.Filters) == 0 {
+		if err := s.r.WithContext(ctx).Raw("SELECT COALESCE(SUM(count), 0) FROM module_record_counts WHERE module_id = ?", m.ID).Scan(&total).Error; err != nil {
+			return nil, 0, fmt.Errorf("count records: %w", err)
+		}
+	} else if err := db.Count(&total).Error; err != nil {
+		return nil, 0, fmt.Errorf("count records: %w", err)
+	}
+	records := []Record{}
+	if err := db.Order(order).Limit(q.Page.Limit).Offset(q.Page.Offset()).Find(&records).Error; err != nil {
+		return nil, 0, fmt.Errorf("list records: %w", err)
+	}
+	return records, total, nil
+}
+
+func (s *Store) filter(db *gorm.DB, name string, v any) (*gorm.DB, error) {
+	if s.dialect == Postgres {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("encode filter: %w", err)
+		}
+		return db.Where("fields -> ? = CAST(? AS jsonb)", name, string(b)), nil
+	}
+	path := `$."` + name + `"`
+	switch n := v.(type) {
+	case json.Number:
+		if i, err := n.Int64(); err == nil {
+			return db.Where("json_extract(fields, ?) = ?", path, i), nil
+		}
+		f, _ := n.Float64()
+		return db.Where("json_extract(fields, ?) = ?", path, f), nil
+	case bool:
+		i := 0
+		if n {
+			i = 1
+		}
+		return db.Where("json_extract(fields, ?) = ? AND json_type(fields, ?) = ?", path, i, path, map[bool]string{true: "true", false: "false"}[n]), nil
+	}
+	return db.Where("json_extract(fields, ?) = ? AND json_type(fields, ?) = 'text'", path, v, path), nil
+}
+
+// RecordPatch is an RFC 7396 merge patch of a record's fields and custom
+// data; a nil member is left alone.
+type RecordPatch struct {
+	Fields     map[string]any
+	CustomData map[string]any
+}
+
+// errVersionRace makes UpdateRecord read the record again after a
+// concurrent writer won.
+var errVersionRace = errors.New("record changed concurrently")
+
+// UpdateRecord applies a merge patch to a record. With ifMatch set, the
+// record must be at that version. A patch that changes nothing leaves the
+// version alone; changed reports whether anything changed.
+func (s *Store) UpdateRecord(ctx context.Context, m *Module, id string, patch RecordPatch, ifMatch *int64) (r *Record, changed bool, err error) {
+	for range 10 {
+		r, changed, err = s.updateRecordOnce(ctx, m, id, patch, ifMatch)
+		if !errors.Is(err, errVersionRace) {
+			return r, changed, err
+		}
+		if ifMatch != nil {
+			return nil, false, Errorf(KindPrecondition, "the record is no longer at version %d", *ifMatch)
+		}
+	}
+	return nil, false, Errorf(KindConflict, "the record is being changed by others; try again")
+}
+
+func (s *Store) updateRecordOnce(ctx context.Context, m *Module, id string, patch RecordPatch, ifMatch *int64) (*Record, bool, error) {
+	var (
+		out     Record
+		changed bool
+	)
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("id = ? AND module_id = ? AND tenant_id = ?", id, m.ID, m.TenantID).Take(&out).Error; err != nil {
+			return notFoundOr(err, "load record")
+		}
+		if ifMatch != nil && *ifMatch != out.Version {
+			return Errorf(KindPrecondition, "the record is at version %d, not %d", out.Version, *ifMatch)
+		}
+		fields, custom := map[string]any(out.Fields), map[string]any(out.CustomData)
+		newFields, newCustom := fields, custom
+		if patch.Fields != nil {
+			newFields = MergePatch(fields, patch.Fields).(map[string]any)
+		}
+		if patch.CustomData != nil {
+			newCustom = MergePatch(custom, patch.CustomData).(map[string]any)
+		}
+		if errs := m.ValidateRecordFields(newFields, fields); len(errs) > 0 {
+			return ValidationError(errs)
+		}
+		if jsonEqual(fields, newFields) && jsonEqual(custom, newCustom) {
+			return nil
+		}
+		changed = true
+		now := s.now()
+		res := tx.Model(&Record{}).Where("id = ? AND version = ?", id, out.Version).Updates(map[string]any{
+			"fields": JSONObject(newFields), "custom_data": JSONObject(newCustom),
+			"version": out.Version + 1, "updated_at": now,
+		})
+		if res.Error != nil {
+			return fmt.Errorf("update record: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return errVersionRace
+		}
+		out.Fields, out.CustomData, out.Version, out.UpdatedAt = newFields, newCustom, out.Version+1, now
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return &out, changed, nil
+}
+
+// jsonEqual compares two decoded JSON values, numbers by their text.
+func jsonEqual(a, b map[string]any) bool {
+	return len(a) == len(b) && maps.EqualFunc(a, b, func(x, y any) bool { return reflect.DeepEqual(x, y) })
+}
+
+// DeleteRecord deletes a record and returns it as it was.
+func (s *Store) DeleteRecord(ctx context.Context, m *Module, id string) (*Record, error) {
+	var r Record
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("id = ? AND module_id = ? AND tenant_id = ?", id, m.ID, m.TenantID).Take(&r).Error; err != nil {
+			return notFoundOr(err, "load record")
+		}
+		if err := tx.Where("id = ?", id).Delete(&Record{}).Error; err != nil {
+			return fmt.Errorf("delete record: %w", err)
+		}
+		return s.addToCount(tx, m.ID, -1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
