@@ -84,6 +84,14 @@ func newEnvOn(t *testing.T, store *models.Store, opts ...envOption) *env {
 	return e
 }
 
+// on returns the env bound to a subtest, so that its failures stop that
+// subtest and not its parent.
+func (e *env) on(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
 // resp is a received response.
 type resp struct {
 	t      *testing.T

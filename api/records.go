@@ -75,7 +75,10 @@ func (s *Server) listRecords(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	q := models.RecordQuery{Page: page, Sort: c.DefaultQuery("sort", models.DefaultRecordSort)}
+	q := models.RecordQuery{Page: page, Sort: c.Query("sort")}
+	if q.Sort == "" {
+		q.Sort = models.DefaultRecordSort
+	}
 	if !models.ValidRecordSort(q.Sort) {
 		s.fail(c, invalid("sort must be one of created_at, -created_at, updated_at, -updated_at"))
 		return
