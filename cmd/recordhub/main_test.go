@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
+)
+
+// testConfig returns the configuration of a service on port 0 with a fresh
+// data dir, on SQLite or on a fresh PostgreSQL schema.
+func testConfig(t *testing.T, d models.Dialect) Config {
+	t.Helper()
+	env := map[string]string{
+		"RECORDHUB_HTTP_ADDR": "127.0.0.1:0",
+		"RECORDHUB_DATA_DIR":  t.TempDir(),
+	}
+	if d == models.Postgres {
+		env["DATABASE_URL"] = storetest.PostgresURL(t)
+	}
+	cfg, err := configFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// syncBuffer is a bytes.Buffer safe for the service's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startService runs the service until the returned stop is called; stop
+// returns run's error.
+func startService(t *testing.T, cfg Config, stdout io.Writer) (base string, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, cfg, Env{Stdout: stdout, Stderr: io.Discard, Listening: func(a string) { addr <- a }})
+	}()
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case err := <-done:
+		cancel()
+		t.Fatalf("service did not start: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("service did not start within 30s")
+	}
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() { cancel(); runErr = <-done })
+		return runErr
+	}
+	t.Cleanup(func() { stop() })
+	return base, stop
+}
+
+func call(t *testing.T, method, url, key, body string) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	json.NewDecoder(res.Body).Decode(&m)
+	return res.StatusCode, m
+}
+
+// TestServe runs the real service on port 0: bootstrap key, a record
+// written and read, and on shutdown every access-log row is flushed.
+func TestServe(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig(t, d)
+			cfg.BootstrapAdminKey = "rh_bootstrap_" + strings.Repeat("k", 20)
+			var out syncBuffer
+			base, stop := startService(t, cfg, &out)
+			key := cfg.BootstrapAdminKey
+
+			if st, _ := call(t, "GET", base+"/healthz", "", ""); st != 200 {
+				t.Fatalf("healthz %d", st)
+			}
+			if st, body := call(t, "GET", base+"/readyz", "", ""); st != 200 {
+				t.Fatalf("readyz %d %v", st, body)
+			}
+			st, mod := call(t, "POST", base+"/api/admin/modules", key, `{"slug":"notes","name":"Notes","fields":[{"name":"text","type":"text","required":true}]}`)
+			if st != 201 {
+				t.Fatalf("create module: %d %v", st, mod)
+			}
+			const n = 25
+			for i := range n {
+				if st, body := call(t, "POST", base+"/api/modules/"+mod["id"].(string)+"/records", key, `{"fields":{"text":"hello"}}`); st != 201 {
+					t.Fatalf("create record %d: %d %v", i, st, body)
+				}
+			}
+			if st, _ := call(t, "GET", base+"/api/modules", "rh_wrong", ""); st != 401 {
+				t.Fatalf("wrong key: %d", st)
+			}
+			if err := stop(); err != nil {
+				t.Fatalf("shutdown: %v", err)
+			}
+			if strings.Contains(out.String(), key) {
+				t.Errorf("the configured bootstrap key was printed")
+			}
+
+			// Every call was logged, the last ones during shutdown.
+			store, err := openStore(context.Background(), cfg, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			logs, total, err := store.ListAccessLogs(context.Background(), mustTenant(t, store, key), models.AccessLogQuery{Page: models.Page{Page: 1, Limit: 100}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if total != n+1 {
+				t.Errorf("%d access-log rows for the tenant, want %d (module + %d records)", total, n+1, n)
+			}
+			if len(logs) > 0 && logs[0].Status != 201 {
+				t.Errorf("newest row %+v", logs[0])
+			}
+		})
+	}
+}
+
+func mustTenant(t *testing.T, s *models.Store, key string) string {
+	t.Helper()
+	k, err := s.Authenticate(context.Background(), key)
+	if err != nil {
+		t.Fatalf("authenticate: %v", err)
+	}
+	return k.TenantID
+}
+
+// TestBootstrapGeneratedKey: without a configured key the first start
+// prints a generated admin key once; later starts print none.
+func TestBootstrapGeneratedKey(t *testing.T) {
+	cfg := testConfig(t, models.SQLite)
+	var out syncBuffer
+	_, stop := startService(t, cfg, &out)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	for _, f := range strings.Fields(out.String()) {
+		if strings.HasPrefix(f, "rh_") {
+			key = f
+		}
+	}
+	if key == "" {
+		t.Fatalf("no admin key printed: %q", out.String())
+	}
+	var again syncBuffer
+	base, stop := startService(t, cfg, &again)
+	if strings.Contains(again.String(), "rh_") {
+		t.Errorf("second start printed a key: %q", again.String())
+	}
+	if st, body := call(t, "GET", base+"/api/admin/keys", key, ""); st != 200 {
+		t.Fatalf("printed key does not work: %d %v", st, body)
+	}
+	stop()
+}
+
+func TestTenantCommands(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig(t, d)
+			env := map[string]string{"RECORDHUB_DATA_DIR": cfg.DataDir, "DATABASE_URL": cfg.DatabaseURL}
+			lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+			ctx := context.Background()
+
+			var out bytes.Buffer
+			if err := runCommand(ctx, []string{"tenant", "create", "acme", "--json"}, lookup, nil, &out, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			var created struct {
+				TenantID string `json:"tenant_id"`
+				AdminKey string `json:"admin_key"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &created); err != nil || created.TenantID == "" || created.AdminKey == "" {
+				t.Fatalf("tenant create --json printed %q (%v)", out.String(), err)
+			}
+
+			const aiKey = "sk-test-0123456789"
+			if err := runCommand(ctx, []string{"tenant", "set-ai-key", created.TenantID}, lookup, strings.NewReader(aiKey+"\n"), io.Discard, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			err := runCommand(ctx, []string{"tenant", "set-ai-key", "ten_missing"}, lookup, strings.NewReader(aiKey), io.Discard, io.Discard)
+			if models.ErrorKind(err) != models.KindNotFound {
+				t.Errorf("set-ai-key on a missing tenant: %v, want not found", err)
+			}
+			if err := runCommand(ctx, []string{"tenant", "create"}, lookup, nil, io.Discard, io.Discard); err == nil {
+				t.Error("tenant create without a name succeeded")
+			}
+
+			store, err := openStore(ctx, cfg, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			if got := mustTenant(t, store, created.AdminKey); got != created.TenantID {
+				t.Errorf("admin key belongs to %s, want %s", got, created.TenantID)
+			}
+			got, err := store.TenantAIKey(ctx, created.TenantID)
+			if err != nil || got != aiKey {
+				t.Errorf("AI key %q (%v), want %q", got, err, aiKey)
+			}
+			// At rest it is sealed, never the plaintext.
+			if d == models.SQLite {
+				raw, err := os.ReadFile(filepath.Join(cfg.DataDir, "recordhub.db"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if bytes.Contains(raw, []byte(aiKey)) || bytes.Contains(raw, []byte(created.AdminKey)) {
+					t.Error("the database file holds a secret in clear")
+				}
+			}
+		})
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		ok   bool
+	}{
+		{"defaults", map[string]string{}, true},
+		{"bad limit", map[string]string{"RECORDHUB_DEFAULT_RATE_LIMIT": "0"}, false},
+		{"bad duration", map[string]string{"RECORDHUB_WEBHOOK_TIMEOUT": "soon"}, false},
+		{"bad database", map[string]string{"DATABASE_URL": "mysql://x"}, false},
+		{"bad migrate flag", map[string]string{"RECORDHUB_AUTO_MIGRATE": "maybe"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := configFromEnv(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
+			if (err == nil) != c.ok {
+				t.Fatalf("err %v, want ok=%v", err, c.ok)
+			}
+			if c.ok && (cfg.HTTPAddr != "127.0.0.1:8080" || cfg.DefaultRateLimit != 600 || cfg.WebhookTimeout != 30*time.Second || cfg.TemporalUIAddr != "127.0.0.1:8233" || !cfg.AutoMigrate) {
+				t.Errorf("defaults %+v", cfg)
+			}
+		})
+	}
+	cfg, err := configFromEnv(func(k string) (string, bool) {
+		if k == "RECORDHUB_TEMPORAL_UI_ADDR" {
+			return "", true
+		}
+		return "", false
+	})
+	if err != nil || cfg.TemporalUIAddr != "" {
+		t.Errorf("an empty RECORDHUB_TEMPORAL_UI_ADDR must turn the UI off: %q %v", cfg.TemporalUIAddr, err)
+	}
+}
