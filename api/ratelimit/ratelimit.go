@@ -74,12 +74,15 @@ func (m *Memory) Allow(_ context.Context, key string, perMinute int) (Result, er
 	}
 	newTAT := tat.Add(interval)
 	diff := now.Sub(newTAT.Add(-burstOffset))
-	remaining := int(diff / interval)
-	if remaining < 0 {
+	// Test the sign of diff itself: integer division truncates toward zero,
+	// so a diff just below zero would give 0 remaining and let one request
+	// too many through in every burst.
+	if diff < 0 {
 		return Result{
 			Limit: perMinute, RetryAfter: -diff, ResetAfter: tat.Sub(now),
 		}, nil
 	}
+	remaining := int(diff / interval)
 	sh.tat[key] = newTAT
 	return Result{Allowed: true, Limit: perMinute, Remaining: remaining, ResetAfter: newTAT.Sub(now)}, nil
 }

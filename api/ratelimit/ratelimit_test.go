@@ -1,0 +1,203 @@
+package ratelimit_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/recordhub/recordhub/api/ratelimit"
+	"github.com/recordhub/recordhub/models/storetest"
+)
+
+// limiter is what both implementations offer.
+type limiter interface {
+	Allow(ctx context.Context, key string, perMinute int) (ratelimit.Result, error)
+}
+
+// fakeClock is a clock that moves only when told to.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// burst calls l n times and returns which calls passed and the remaining
+// budget each passing call reported; between calls it runs between.
+func burst(t *testing.T, l limiter, key string, perMinute, n int, between func()) (allowed []bool, remaining []int, last ratelimit.Result) {
+	t.Helper()
+	for i := range n {
+		if i > 0 && between != nil {
+			between()
+		}
+		res, err := l.Allow(context.Background(), key, perMinute)
+		if err != nil {
+			t.Fatalf("Allow #%d: %v", i+1, err)
+		}
+		if res.Limit != perMinute {
+			t.Errorf("Allow #%d: limit %d, want %d", i+1, res.Limit, perMinute)
+		}
+		allowed = append(allowed, res.Allowed)
+		if res.Allowed {
+			remaining = append(remaining, res.Remaining)
+		}
+		last = res
+	}
+	return allowed, remaining, last
+}
+
+func TestMemoryBurst(t *testing.T) {
+	tests := []struct {
+		name string
+		// step is how far the clock moves between calls: a burst is never
+		// truly instantaneous, so a limiter must not round the first
+		// moments of refill up to a whole request.
+		step time.Duration
+	}{
+		{"frozen clock", 0},
+		{"1ms between calls", time.Millisecond},
+		{"just under one interval in all", (12*time.Second - time.Nanosecond) / 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+			m := ratelimit.NewMemory(clock.Now)
+			allowed, remaining, last := burst(t, m, "k", 5, 6, func() { clock.Advance(tt.step) })
+			if diff := cmp.Diff([]bool{true, true, true, true, true, false}, allowed); diff != "" {
+				t.Errorf("allowed (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]int{4, 3, 2, 1, 0}, remaining); diff != "" {
+				t.Errorf("remaining (-want +got):\n%s", diff)
+			}
+			if last.RetryAfter <= 0 || last.RetryAfter > 12*time.Second {
+				t.Errorf("retry after %v, want within (0, 12s]", last.RetryAfter)
+			}
+			if last.Remaining != 0 {
+				t.Errorf("refused call reports %d remaining, want 0", last.Remaining)
+			}
+		})
+	}
+}
+
+func TestMemoryRefill(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	m := ratelimit.NewMemory(clock.Now)
+	ctx := context.Background()
+	allow := func(key string) ratelimit.Result {
+		t.Helper()
+		res, err := m.Allow(ctx, key, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for range 5 {
+		allow("k")
+	}
+	refused := allow("k")
+	if refused.Allowed {
+		t.Fatalf("sixth call of a burst passed")
+	}
+	if got, want := refused.RetryAfter, 12*time.Second; got != want {
+		t.Errorf("retry after %v, want %v", got, want)
+	}
+	if got := allow("other"); !got.Allowed {
+		t.Errorf("another key's first call refused: %+v", got)
+	}
+
+	clock.Advance(12*time.Second - time.Millisecond)
+	if got := allow("k"); got.Allowed {
+		t.Errorf("call before 60/N seconds passed: %+v", got)
+	}
+	clock.Advance(time.Millisecond)
+	if got := allow("k"); !got.Allowed {
+		t.Errorf("call after 60/N seconds refused: %+v", got)
+	}
+	if got := allow("k"); got.Allowed {
+		t.Errorf("second call after one interval passed: %+v", got)
+	}
+
+	// After a full minute the whole budget is back.
+	clock.Advance(time.Minute)
+	allowed, _, _ := burst(t, m, "k", 5, 6, nil)
+	if diff := cmp.Diff([]bool{true, true, true, true, true, false}, allowed); diff != "" {
+		t.Errorf("allowed after a minute (-want +got):\n%s", diff)
+	}
+}
+
+func TestMemoryRejectsLimitBelowOne(t *testing.T) {
+	m := ratelimit.NewMemory(nil)
+	for _, n := range []int{0, -1} {
+		if _, err := m.Allow(context.Background(), "k", n); err == nil {
+			t.Errorf("Allow with limit %d: no error", n)
+		}
+	}
+}
+
+// redisPrefix returns a key prefix of the test's own.
+func redisPrefix() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return "test:" + hex.EncodeToString(b) + ":"
+}
+
+func TestRedisBurst(t *testing.T) {
+	l := ratelimit.NewRedis(storetest.Redis(t), redisPrefix())
+	allowed, remaining, last := burst(t, l, "k", 5, 7, nil)
+	if diff := cmp.Diff([]bool{true, true, true, true, true, false, false}, allowed); diff != "" {
+		t.Errorf("allowed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{4, 3, 2, 1, 0}, remaining); diff != "" {
+		t.Errorf("remaining (-want +got):\n%s", diff)
+	}
+	if last.RetryAfter <= 0 || last.RetryAfter > 12*time.Second {
+		t.Errorf("retry after %v, want within (0, 12s]", last.RetryAfter)
+	}
+}
+
+// TestRedisSharedBudget checks that two limiters, as on two replicas with
+// their own connections, spend one budget between them.
+func TestRedisSharedBudget(t *testing.T) {
+	prefix := redisPrefix()
+	a := ratelimit.NewRedis(storetest.Redis(t), prefix)
+	b := ratelimit.NewRedis(storetest.Redis(t), prefix)
+	ctx := context.Background()
+	passed := 0
+	for i := range 10 {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		res, err := l.Allow(ctx, "k", 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Allowed {
+			passed++
+		}
+	}
+	if passed != 5 {
+		t.Errorf("%d of 10 calls over two limiters passed, want 5", passed)
+	}
+
+	// A limiter under another prefix has a budget of its own.
+	c := ratelimit.NewRedis(storetest.Redis(t), redisPrefix())
+	if res, err := c.Allow(ctx, "k", 5); err != nil || !res.Allowed {
+		t.Errorf("first call under another prefix: %+v, %v; want allowed", res, err)
+	}
+}
