@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -216,5 +215,3 @@ func (e *env) flushLogs() {
 	}
 	time.Sleep(60 * time.Millisecond) // one more batch interval for the batch in hand
 }
-
-func path(format string, args ...any) string { return fmt.Sprintf(format, args...) }

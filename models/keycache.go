@@ -126,7 +126,7 @@ func (s *Store) WatchKeyChanges(ctx context.Context, log *slog.Logger) {
 }
 
 func (s *Store) listenKeyChanges(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, s.pgListenerURL)
+	conn, err := pgx.Connect(ctx, s.pgURL)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -45,10 +44,8 @@ type Store struct {
 	// countShards spreads per-module record counters over rows so that
 	// concurrent writers on PostgreSQL do not queue on one row lock.
 	countShards int
-
-	mu            sync.Mutex
-	keyListeners  []func(keyID string)
-	pgListenerURL string
+	// pgURL is where the key-change listener connects (PostgreSQL only).
+	pgURL string
 }
 
 // Options configure a Store.
@@ -132,7 +129,7 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	if err := db.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
-	s.pgListenerURL = url
+	s.pgURL = url
 	return s, nil
 }
 
