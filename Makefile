@@ -19,8 +19,8 @@ lint: ## gofmt, go vet and staticcheck
 build: ## build bin/recordhub
 	$(GO) build -o bin/recordhub ./cmd/recordhub
 
-bench: ## load-test the service against a bare Gin handler and print the ratios
-	$(GO) run ./cmd/recordhub-bench
+bench: ## load-test the service against a bare Gin handler and print the ratios (needs hey: apt-get install -y hey; flags: make bench BENCHFLAGS='-z 3s -db sqlite')
+	$(GO) run ./cmd/recordhub-bench $(BENCHFLAGS)
 
 clean:
 	rm -rf bin

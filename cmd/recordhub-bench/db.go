@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// dbHandle is the bench's own connection to the service's database, for
+// seeding; for PostgreSQL it also owns the database it created.
+type dbHandle struct {
+	db *sql.DB
+	// For PostgreSQL: the service's DATABASE_URL, and how to drop it.
+	url   string
+	admin *sql.DB
+	name  string
+}
+
+// openSQLite opens the service's SQLite file with the service's settings;
+// the service must have created and migrated it.
+func openSQLite(ctx context.Context, path string) (*dbHandle, error) {
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
+		"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return &dbHandle{db: db}, nil
+}
+
+// freshPostgres creates an empty database on the server of serverURL, so
+// that every run starts from the same state and leaves nothing behind.
+func freshPostgres(ctx context.Context, serverURL string) (*dbHandle, error) {
+	admin, err := sql.Open("pgx", serverURL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres %s: %w", redact(serverURL), err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := admin.PingContext(pingCtx); err != nil {
+		admin.Close()
+		return nil, fmt.Errorf("postgres at %s is unreachable: %w", redact(serverURL), err)
+	}
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	name := "recordhub_bench_" + hex.EncodeToString(suffix)
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		admin.Close()
+		return nil, fmt.Errorf("create database %s: %w", name, err)
+	}
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		admin.Close()
+		return nil, fmt.Errorf("postgres url: %w", err)
+	}
+	u.Path = "/" + name
+	h := &dbHandle{url: u.String(), admin: admin, name: name}
+	if h.db, err = sql.Open("pgx", h.url); err != nil {
+		_ = h.drop(ctx)
+		return nil, err
+	}
+	return h, nil
+}
+
+// drop removes the database freshPostgres created.
+func (h *dbHandle) drop(ctx context.Context) error {
+	if h.admin == nil {
+		return nil
+	}
+	defer h.admin.Close()
+	if h.db != nil {
+		h.db.Close()
+	}
+	if _, err := h.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+h.name+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop database %s: %w", h.name, err)
+	}
+	return nil
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable url)"
+	}
+	return u.Redacted()
+}
