@@ -111,7 +111,7 @@ func (s *Server) listRecords(c *gin.Context) {
 	}
 	out := list[recordJSON]{Data: make([]recordJSON, len(recs)), Total: total, Page: page.Page, Limit: page.Limit}
 	for i := range recs {
-		out.Data[i] = recordOut(&recs[i])
+		out.Data[i] = recordViewOut(&recs[i])
 	}
 	c.JSON(http.StatusOK, out)
 }
@@ -125,7 +125,8 @@ func (s *Server) getRecord(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	writeRecord(c, http.StatusOK, r)
+	c.Header("ETag", etag(r.Version))
+	c.JSON(http.StatusOK, recordViewOut(r))
 }
 
 func writeRecord(c *gin.Context, status int, r *models.Record) {

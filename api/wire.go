@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/recordhub/recordhub/models"
@@ -60,25 +61,38 @@ func (in moduleInput) model() models.ModuleInput {
 	return out
 }
 
+// recordJSON is a record on the wire. Fields and CustomData hold either a
+// decoded object (after a write) or the stored JSON as it is (on reads).
 type recordJSON struct {
-	ID         string         `json:"id"`
-	ModuleID   string         `json:"module_id"`
-	Fields     map[string]any `json:"fields"`
-	CustomData map[string]any `json:"custom_data"`
-	Version    int64          `json:"version"`
-	CreatedAt  time.Time      `json:"created_at"`
-	UpdatedAt  time.Time      `json:"updated_at"`
+	ID         string    `json:"id"`
+	ModuleID   string    `json:"module_id"`
+	Fields     any       `json:"fields"`
+	CustomData any       `json:"custom_data"`
+	Version    int64     `json:"version"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 func recordOut(r *models.Record) recordJSON {
 	out := recordJSON{ID: r.ID, ModuleID: r.ModuleID, Fields: r.Fields, CustomData: r.CustomData, Version: r.Version, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
-	if out.Fields == nil {
+	if r.Fields == nil {
 		out.Fields = map[string]any{}
 	}
-	if out.CustomData == nil {
+	if r.CustomData == nil {
 		out.CustomData = map[string]any{}
 	}
 	return out
+}
+
+func recordViewOut(v *models.RecordView) recordJSON {
+	return recordJSON{ID: v.ID, ModuleID: v.ModuleID, Fields: rawObject(v.Fields), CustomData: rawObject(v.CustomData), Version: v.Version, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt}
+}
+
+func rawObject(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("{}")
+	}
+	return b
 }
 
 type recordInput struct {

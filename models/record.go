@@ -2,11 +2,13 @@ package models
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -68,16 +70,42 @@ func (s *Store) CreateRecord(ctx context.Context, m *Module, fields, customData 
 		ID: NewID(PrefixRecord), TenantID: m.TenantID, ModuleID: m.ID,
 		Fields: fields, CustomData: customData, Version: 1, CreatedAt: now, UpdatedAt: now,
 	}
-	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(r).Error; err != nil {
-			return fmt.Errorf("insert record: %w", err)
-		}
-		return s.addToCount(tx, m.ID, 1)
-	})
-	if err != nil {
+	if err := s.insertRecord(ctx, r); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// insertRecord inserts a record and counts it, atomically. On PostgreSQL it
+// is one statement, one round trip; SQLite runs in process, so a
+// transaction of two statements costs little there.
+func (s *Store) insertRecord(ctx context.Context, r *Record) error {
+	if s.dialect == Postgres {
+		fields, err := r.Fields.Value()
+		if err != nil {
+			return err
+		}
+		custom, err := r.CustomData.Value()
+		if err != nil {
+			return err
+		}
+		err = s.w.WithContext(ctx).Exec(`WITH r AS (
+			INSERT INTO records (id, tenant_id, module_id, fields, custom_data, version, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING module_id)
+			INSERT INTO module_record_counts (module_id, shard, count) SELECT module_id, ?, 1 FROM r
+			ON CONFLICT (module_id, shard) DO UPDATE SET count = module_record_counts.count + excluded.count`,
+			r.ID, r.TenantID, r.ModuleID, fields, custom, r.Version, r.CreatedAt, r.UpdatedAt, s.shard()).Error
+		if err != nil {
+			return fmt.Errorf("insert record: %w", err)
+		}
+		return nil
+	}
+	return s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(r).Error; err != nil {
+			return fmt.Errorf("insert record: %w", err)
+		}
+		return s.addToCount(tx, r.ModuleID, 1)
+	})
 }
 
 func (s *Store) addToCount(tx *gorm.DB, moduleID string, n int) error {
@@ -90,69 +118,128 @@ func (s *Store) addToCount(tx *gorm.DB, moduleID string, n int) error {
 	return nil
 }
 
+// RecordView is a record as read for display: its JSON columns are passed
+// on as stored, never decoded and encoded again.
+type RecordView struct {
+	ID         string
+	ModuleID   string
+	Fields     json.RawMessage
+	CustomData json.RawMessage
+	Version    int64
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+const recordViewColumns = "id, module_id, fields, custom_data, version, created_at, updated_at"
+
+func scanRecordView(sc interface{ Scan(...any) error }, v *RecordView) error {
+	return sc.Scan(&v.ID, &v.ModuleID, (*[]byte)(&v.Fields), (*[]byte)(&v.CustomData), &v.Version, &v.CreatedAt, &v.UpdatedAt)
+}
+
 // GetRecord returns a record of one of the tenant's modules.
-func (s *Store) GetRecord(ctx context.Context, tenantID, moduleID, id string) (*Record, error) {
-	var r Record
-	err := s.r.WithContext(ctx).Where("id = ? AND module_id = ? AND tenant_id = ?", id, moduleID, tenantID).Take(&r).Error
+func (s *Store) GetRecord(ctx context.Context, tenantID, moduleID, id string) (*RecordView, error) {
+	stmt, err := s.prepared(ctx, "SELECT "+recordViewColumns+" FROM records WHERE id = ? AND module_id = ? AND tenant_id = ?")
 	if err != nil {
+		return nil, err
+	}
+	var v RecordView
+	if err := scanRecordView(stmt.QueryRowContext(ctx, id, moduleID, tenantID), &v); err != nil {
 		return nil, notFoundOr(err, "load record")
 	}
-	return &r, nil
+	return &v, nil
 }
 
 // ListRecords returns a page of a module's records and the number of
 // records that match the filters.
-func (s *Store) ListRecords(ctx context.Context, m *Module, q RecordQuery) ([]Record, int64, error) {
+func (s *Store) ListRecords(ctx context.Context, m *Module, q RecordQuery) ([]RecordView, int64, error) {
 	order, ok := recordSorts[q.Sort]
 	if !ok {
 		order = recordSorts[DefaultRecordSort]
 	}
-	db := s.r.WithContext(ctx).Model(&Record{}).Where("module_id = ? AND tenant_id = ?", m.ID, m.TenantID)
-	for name, v := range q.Filters {
-		var err error
-		if db, err = s.filter(db, name, v); err != nil {
+	where := "module_id = ? AND tenant_id = ?"
+	args := []any{m.ID, m.TenantID}
+	names := slices.Sorted(maps.Keys(q.Filters))
+	for _, name := range names {
+		cond, cargs, err := s.filter(name, q.Filters[name])
+		if err != nil {
 			return nil, 0, err
 		}
+		where += " AND " + cond
+		args = append(args, cargs...)
+	}
+	rdb, err := s.r.DB()
+	if err != nil {
+		return nil, 0, fmt.Errorf("pool: %w", err)
 	}
 	var total int64
 	if len(q.Filters) == 0 {
-		if err := s.r.WithContext(ctx).Raw("SELECT COALESCE(SUM(count), 0) FROM module_record_counts WHERE module_id = ?", m.ID).Scan(&total).Error; err != nil {
+		stmt, err := s.prepared(ctx, "SELECT COALESCE(SUM(count), 0) FROM module_record_counts WHERE module_id = ?")
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := stmt.QueryRowContext(ctx, m.ID).Scan(&total); err != nil {
 			return nil, 0, fmt.Errorf("count records: %w", err)
 		}
-	} else if err := db.Count(&total).Error; err != nil {
+	} else if err := rdb.QueryRowContext(ctx, s.bind("SELECT COUNT(*) FROM records WHERE "+where), args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count records: %w", err)
 	}
-	records := []Record{}
-	if err := db.Order(order).Limit(q.Page.Limit).Offset(q.Page.Offset()).Find(&records).Error; err != nil {
+	query := "SELECT " + recordViewColumns + " FROM records WHERE " + where + " ORDER BY " + order + " LIMIT ? OFFSET ?"
+	args = append(args, q.Page.Limit, q.Page.Offset())
+	var rows *sql.Rows
+	if len(q.Filters) == 0 {
+		stmt, err := s.prepared(ctx, query)
+		if err != nil {
+			return nil, 0, err
+		}
+		rows, err = stmt.QueryContext(ctx, args...)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list records: %w", err)
+		}
+	} else if rows, err = rdb.QueryContext(ctx, s.bind(query), args...); err != nil {
+		return nil, 0, fmt.Errorf("list records: %w", err)
+	}
+	defer rows.Close()
+	records := make([]RecordView, 0, q.Page.Limit)
+	for rows.Next() {
+		var v RecordView
+		if err := scanRecordView(rows, &v); err != nil {
+			return nil, 0, fmt.Errorf("scan record: %w", err)
+		}
+		records = append(records, v)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, 0, fmt.Errorf("list records: %w", err)
 	}
 	return records, total, nil
 }
 
-func (s *Store) filter(db *gorm.DB, name string, v any) (*gorm.DB, error) {
+// filter returns the condition that field name equals v, and its arguments.
+func (s *Store) filter(name string, v any) (string, []any, error) {
 	if s.dialect == Postgres {
 		b, err := json.Marshal(v)
 		if err != nil {
-			return nil, fmt.Errorf("encode filter: %w", err)
+			return "", nil, fmt.Errorf("encode filter: %w", err)
 		}
-		return db.Where("fields -> ? = CAST(? AS jsonb)", name, string(b)), nil
+		return "fields -> ? = CAST(? AS jsonb)", []any{name, string(b)}, nil
 	}
 	path := `$."` + name + `"`
 	switch n := v.(type) {
 	case json.Number:
 		if i, err := n.Int64(); err == nil {
-			return db.Where("json_extract(fields, ?) = ?", path, i), nil
+			return "json_extract(fields, ?) = ?", []any{path, i}, nil
 		}
 		f, _ := n.Float64()
-		return db.Where("json_extract(fields, ?) = ?", path, f), nil
+		return "json_extract(fields, ?) = ?", []any{path, f}, nil
 	case bool:
-		i := 0
+		// SQLite reads JSON true and false as 1 and 0; the type tells them
+		// from numbers.
+		i, typ := 0, "false"
 		if n {
-			i = 1
+			i, typ = 1, "true"
 		}
-		return db.Where("json_extract(fields, ?) = ? AND json_type(fields, ?) = ?", path, i, path, map[bool]string{true: "true", false: "false"}[n]), nil
+		return "json_extract(fields, ?) = ? AND json_type(fields, ?) = ?", []any{path, i, path, typ}, nil
 	}
-	return db.Where("json_extract(fields, ?) = ? AND json_type(fields, ?) = 'text'", path, v, path), nil
+	return "json_extract(fields, ?) = ? AND json_type(fields, ?) = 'text'", []any{path, v, path}, nil
 }
 
 // RecordPatch is an RFC 7396 merge patch of a record's fields and custom

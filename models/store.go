@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -46,6 +48,8 @@ type Store struct {
 	countShards int
 	// pgURL is where the key-change listener connects (PostgreSQL only).
 	pgURL string
+	// stmts holds prepared statements of the hot read paths, by query.
+	stmts sync.Map
 }
 
 // Options configure a Store.
@@ -58,10 +62,14 @@ type Options struct {
 	MaxOpenConns int
 }
 
-func gormConfig(now func() time.Time) *gorm.Config {
+// gormConfig configures GORM. Prepared statements are kept only where no
+// transaction runs: GORM re-prepares and closes a transaction's statements
+// on every transaction, which costs more than it saves. pgx caches
+// statements per connection by itself.
+func gormConfig(now func() time.Time, prepare bool) *gorm.Config {
 	return &gorm.Config{
 		SkipDefaultTransaction: true,
-		PrepareStmt:            true,
+		PrepareStmt:            prepare,
 		Logger:                 logger.Discard,
 		NowFunc:                now,
 	}
@@ -77,10 +85,10 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	if err != nil {
 		return nil, err
 	}
-	if s.w, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: dsn}), gormConfig(s.now)); err != nil {
+	if s.w, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: dsn}), gormConfig(s.now, false)); err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	if s.r, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: dsn}), gormConfig(s.now)); err != nil {
+	if s.r, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: dsn}), gormConfig(s.now, true)); err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	wdb, err := s.w.DB()
@@ -107,11 +115,11 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 
 // OpenPostgres connects to the PostgreSQL database at url.
 func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error) {
-	s, err := newStore(opts, Postgres, 8)
+	s, err := newStore(opts, Postgres, 32)
 	if err != nil {
 		return nil, err
 	}
-	if s.w, err = gorm.Open(postgres.Open(url), gormConfig(s.now)); err != nil {
+	if s.w, err = gorm.Open(postgres.Open(url), gormConfig(s.now, false)); err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	s.r = s.w
@@ -206,6 +214,46 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
 	return nil
+}
+
+// bind rewrites ? placeholders to PostgreSQL's $n. Queries handed to it
+// hold no literal question marks.
+func (s *Store) bind(query string) string {
+	if s.dialect != Postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// prepared returns the read pool's prepared statement for query (written
+// with ? placeholders), preparing it once.
+func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.stmts.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	db, err := s.r.DB()
+	if err != nil {
+		return nil, fmt.Errorf("pool: %w", err)
+	}
+	st, err := db.PrepareContext(ctx, s.bind(query))
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	if prev, loaded := s.stmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
 }
 
 func (s *Store) shard() int {
