@@ -45,6 +45,10 @@ func (s *Server) readJSON(c *gin.Context, dst any, optional bool) bool {
 		failCode(c, http.StatusUnsupportedMediaType, codeUnsupportedType, "the body must be JSON, sent with Content-Type: application/json")
 		return false
 	}
+	if trimmed := bytes.TrimSpace(body); len(trimmed) == 0 || trimmed[0] != '{' {
+		s.fail(c, invalid("the body must be a JSON object"))
+		return false
+	}
 	if err := decodeStrict(body, dst); err != nil {
 		s.fail(c, err)
 		return false

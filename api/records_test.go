@@ -305,6 +305,8 @@ func TestRecordValidation(t *testing.T) {
 			code        string
 		}{
 			{"malformed JSON", `{"fields":`, "application/json", 400, "invalid_request"},
+			{"null body", `null`, "application/json", 400, "invalid_request"},
+			{"array body", `[{"fields":{"title":"a"}}]`, "application/json", 400, "invalid_request"},
 			{"trailing garbage", `{"fields":{"title":"a"}} x`, "application/json", 400, "invalid_request"},
 			{"unknown property", `{"fields":{"title":"a"},"extra":1}`, "application/json", 400, "invalid_request"},
 			{"not JSON", `title=a`, "application/x-www-form-urlencoded", 415, "unsupported_media_type"},

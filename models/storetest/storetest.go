@@ -50,7 +50,8 @@ func Open(t testing.TB, d models.Dialect) *models.Store {
 		s   *models.Store
 		err error
 	)
-	opts := models.Options{SecretBox: SecretBox(t)}
+	// A small pool: tests run in parallel against one server.
+	opts := models.Options{SecretBox: SecretBox(t), MaxOpenConns: 4}
 	switch d {
 	case models.Postgres:
 		s, err = models.OpenPostgres(ctx, PostgresURL(t), opts)
