@@ -113,6 +113,19 @@ func TestAuthenticateLifecycle(t *testing.T) {
 		clock.Advance(59 * time.Second)
 		wantAuth(t, s, gracedOld, "", graced.ID)
 
+		// Revoking a key during its grace period ends both secrets.
+		revokedInGrace, inGraceOld := createKey(t, s, tenant, models.KeyInput{})
+		_, inGraceNew, err := s.RotateKey(ctx, tenant, revokedInGrace.ID, 3600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantAuth(t, s, inGraceOld, "", revokedInGrace.ID)
+		if _, err := s.RevokeKey(ctx, tenant, revokedInGrace.ID); err != nil {
+			t.Fatal(err)
+		}
+		wantAuth(t, s, inGraceOld, models.KindUnauthorized, "")
+		wantAuth(t, s, inGraceNew, models.KindUnauthorized, revokedInGrace.ID)
+
 		clock.Advance(time.Second)
 		wantAuth(t, s, gracedOld, models.KindUnauthorized, graced.ID)
 		wantAuth(t, s, gracedNew, "", graced.ID)
@@ -203,7 +216,7 @@ func dumpTable(t *testing.T, db *storetest.DB, table string) []map[string]string
 func TestKeyValidation(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d models.Dialect) {
 		ctx := context.Background()
-		s := storetest.Open(t, d)
+		s := storetest.NewDB(t, d).Open(t, models.Options{})
 		tenant, _ := newTenant(t, s)
 		other, _ := newTenant(t, s)
 		mine, err := s.CreateModule(ctx, tenant, models.ModuleInput{Slug: ptr("mine"), Name: ptr("Mine")})
@@ -333,7 +346,7 @@ func TestKeyChanges(t *testing.T) {
 func TestKeysOfAnotherTenantAreNotFound(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d models.Dialect) {
 		ctx := context.Background()
-		s := storetest.Open(t, d)
+		s := storetest.NewDB(t, d).Open(t, models.Options{})
 		mine, _ := newTenant(t, s)
 		other, _ := newTenant(t, s)
 		theirs, theirSecret := createKey(t, s, other, models.KeyInput{})

@@ -61,12 +61,17 @@ func NewDB(t testing.TB, d models.Dialect) *DB {
 }
 
 // Open opens a migrated store on the database, closed when the test ends.
-// opts.SecretBox defaults to the test box.
+// opts.SecretBox defaults to the test box, opts.MaxOpenConns to a small
+// pool: tests run in parallel against one PostgreSQL server whose
+// connections are few.
 func (db *DB) Open(t testing.TB, opts models.Options) *models.Store {
 	t.Helper()
 	ctx := context.Background()
 	if opts.SecretBox == nil {
 		opts.SecretBox = SecretBox(t)
+	}
+	if opts.MaxOpenConns == 0 {
+		opts.MaxOpenConns = 4
 	}
 	var (
 		s   *models.Store
