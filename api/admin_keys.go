@@ -31,6 +31,7 @@ func (in keyInput) model() (models.KeyInput, error) {
 		if err := json.Unmarshal(in.ExpiresAt, &t); err != nil {
 			return out, models.ValidationError([]models.FieldError{{Field: "expires_at", Message: "must be an RFC 3339 date-time or null"}})
 		}
+		t = t.UTC().Truncate(time.Microsecond) // what PostgreSQL keeps
 		out.ExpiresAt = &t
 	}
 	return out, nil

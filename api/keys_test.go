@@ -195,8 +195,8 @@ func TestRevocationAcrossReplicas(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		go storeA.WatchKeyChanges(ctx, log)
-		go storeB.WatchKeyChanges(ctx, log)
+		go storeA.WatchChanges(ctx, log)
+		go storeB.WatchChanges(ctx, log)
 		a := newEnvOn(t, storeA)
 		b := replicaOf(t, a, storeB)
 

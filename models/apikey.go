@@ -278,7 +278,7 @@ func (s *Store) changeKey(ctx context.Context, tenantID, id string, change func(
 			if err := tx.Model(&APIKey{}).Where("id = ?", id).Updates(u).Error; err != nil {
 				return fmt.Errorf("update key: %w", err)
 			}
-			if err := s.notifyKeyChange(tx, id); err != nil {
+			if err := s.notifyChange(tx, "key:"+id); err != nil {
 				return err
 			}
 		}
@@ -290,7 +290,7 @@ func (s *Store) changeKey(ctx context.Context, tenantID, id string, change func(
 	if err != nil {
 		return nil, err
 	}
-	s.keys.flush()
+	s.caches.keys.flush()
 	return &out, nil
 }
 
@@ -302,7 +302,7 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (*APIKey, error
 		return nil, ErrUnauthorized
 	}
 	hash := HashAPIKey(secret)
-	k, err := s.keys.get(hash, func() (*APIKey, error) { return s.keyByHash(ctx, hash) })
+	k, err := s.caches.keys.get(hash, func() (*APIKey, error) { return s.keyByHash(ctx, hash) })
 	if err != nil {
 		return nil, err
 	}

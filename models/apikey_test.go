@@ -390,8 +390,8 @@ func TestRevocationReachesOtherStores(t *testing.T) {
 		a := db.Open(t, models.Options{})
 		b := db.Open(t, models.Options{})
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		go a.WatchKeyChanges(ctx, log)
-		go b.WatchKeyChanges(ctx, log)
+		go a.WatchChanges(ctx, log)
+		go b.WatchChanges(ctx, log)
 
 		tenant, _ := newTenant(t, a)
 		k, secret := createKey(t, a, tenant, models.KeyInput{})

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"gorm.io/gorm"
@@ -40,13 +41,27 @@ func (s *Store) CreateModule(ctx context.Context, tenantID string, in ModuleInpu
 	return m, nil
 }
 
-// GetModule returns one of the tenant's modules.
+// GetModule returns one of the tenant's modules. It is read on every record
+// call, so it is cached (see cache.go); callers must not change it.
 func (s *Store) GetModule(ctx context.Context, tenantID, id string) (*Module, error) {
-	var m Module
-	if err := s.r.WithContext(ctx).Where("tenant_id = ? AND id = ?", tenantID, id).Take(&m).Error; err != nil {
-		return nil, notFoundOr(err, "load module")
+	m, err := s.caches.modules.get(tenantID+"/"+id, func() (*Module, error) {
+		var m Module
+		err := s.r.WithContext(ctx).Where("tenant_id = ? AND id = ?", tenantID, id).Take(&m).Error
+		if err != nil {
+			if errors.Is(notFoundOr(err, ""), ErrNotFound) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("load module: %w", err)
+		}
+		return &m, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return &m, nil
+	if m == nil {
+		return nil, ErrNotFound
+	}
+	return m, nil
 }
 
 // ListModules returns all of the tenant's modules, oldest first.
@@ -89,14 +104,15 @@ func (s *Store) UpdateModule(ctx context.Context, tenantID, id string, in Module
 			return fmt.Errorf("update module: %w", err)
 		}
 		out = &m
-		return nil
+		return s.notifyChange(tx, "module:"+id)
 	})
+	s.caches.modules.flush()
 	return out, err
 }
 
 // DeleteModule deletes a module and its records.
 func (s *Store) DeleteModule(ctx context.Context, tenantID, id string) error {
-	return s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Where("tenant_id = ? AND id = ?", tenantID, id).Delete(&Module{})
 		if res.Error != nil {
 			return fmt.Errorf("delete module: %w", res.Error)
@@ -111,6 +127,8 @@ func (s *Store) DeleteModule(ctx context.Context, tenantID, id string) error {
 				return fmt.Errorf("delete module rows: %w", err)
 			}
 		}
-		return nil
+		return s.notifyChange(tx, "module:"+id)
 	})
+	s.caches.modules.flush()
+	return err
 }

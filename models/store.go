@@ -42,7 +42,7 @@ type Store struct {
 	dialect Dialect
 	box     *SecretBox
 	now     func() time.Time
-	keys    *keyCache
+	caches  caches
 	// countShards spreads per-module record counters over rows so that
 	// concurrent writers on PostgreSQL do not queue on one row lock.
 	countShards int
@@ -155,7 +155,7 @@ func newStore(opts Options, d Dialect, shards int) (*Store, error) {
 		now:         func() time.Time { return now().UTC().Truncate(time.Microsecond) },
 		countShards: shards,
 	}
-	s.keys = newKeyCache(s.now)
+	s.caches = caches{keys: newCache[*APIKey](s.now), modules: newCache[*Module](s.now)}
 	return s, nil
 }
 
@@ -165,8 +165,12 @@ func (s *Store) Dialect() Dialect { return s.dialect }
 // Close closes the database pools.
 func (s *Store) Close() error {
 	var errs []error
-	for _, g := range []*gorm.DB{s.w, s.r} {
-		if g == nil || (g == s.r && s.r == s.w) {
+	pools := []*gorm.DB{s.w}
+	if s.r != s.w {
+		pools = append(pools, s.r)
+	}
+	for _, g := range pools {
+		if g == nil {
 			continue
 		}
 		if db, err := g.DB(); err == nil {

@@ -82,7 +82,7 @@ func run(ctx context.Context, cfg Config, env Env) error {
 
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatch()
-	go store.WatchKeyChanges(watchCtx, log)
+	go store.WatchChanges(watchCtx, log)
 
 	srv := api.New(api.Deps{
 		Store: store, Limiter: limiter, Logs: logs, Registry: reg, Log: log,
