@@ -77,7 +77,7 @@ func (s *Store) InsertAccessLogs(ctx context.Context, logs []AccessLog) error {
 			lastUsed[b.key] = l.CreatedAt
 		}
 	}
-	return s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
 		if err := tx.CreateInBatches(logs, 200).Error; err != nil {
 			return fmt.Errorf("insert access logs: %w", err)
 		}

@@ -264,7 +264,7 @@ func (s *Store) RotateKey(ctx context.Context, tenantID, id string, grace int) (
 // every replica's key cache about it.
 func (s *Store) changeKey(ctx context.Context, tenantID, id string, change func(*APIKey) (map[string]any, error)) (*APIKey, error) {
 	var out APIKey
-	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		var k APIKey
 		if err := tx.Where("tenant_id = ? AND id = ?", tenantID, id).Take(&k).Error; err != nil {
 			return notFoundOr(err, "load key")

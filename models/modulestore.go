@@ -77,7 +77,7 @@ func (s *Store) ListModules(ctx context.Context, tenantID string) ([]Module, err
 // not rewritten; each is validated against the new fields when next written.
 func (s *Store) UpdateModule(ctx context.Context, tenantID, id string, in ModuleInput) (*Module, error) {
 	var out *Module
-	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		var m Module
 		if err := tx.Where("tenant_id = ? AND id = ?", tenantID, id).Take(&m).Error; err != nil {
 			return notFoundOr(err, "load module")
@@ -112,7 +112,7 @@ func (s *Store) UpdateModule(ctx context.Context, tenantID, id string, in Module
 
 // DeleteModule deletes a module and its records.
 func (s *Store) DeleteModule(ctx context.Context, tenantID, id string) error {
-	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		res := tx.Where("tenant_id = ? AND id = ?", tenantID, id).Delete(&Module{})
 		if res.Error != nil {
 			return fmt.Errorf("delete module: %w", res.Error)

@@ -100,7 +100,7 @@ func (s *Store) insertRecord(ctx context.Context, r *Record) error {
 		}
 		return nil
 	}
-	return s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(r).Error; err != nil {
 			return fmt.Errorf("insert record: %w", err)
 		}
@@ -274,7 +274,7 @@ func (s *Store) updateRecordOnce(ctx context.Context, m *Module, id string, patc
 		out     Record
 		changed bool
 	)
-	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("id = ? AND module_id = ? AND tenant_id = ?", id, m.ID, m.TenantID).Take(&out).Error; err != nil {
 			return notFoundOr(err, "load record")
 		}
@@ -324,7 +324,7 @@ func jsonEqual(a, b map[string]any) bool {
 // DeleteRecord deletes a record and returns it as it was.
 func (s *Store) DeleteRecord(ctx context.Context, m *Module, id string) (*Record, error) {
 	var r Record
-	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("id = ? AND module_id = ? AND tenant_id = ?", id, m.ID, m.TenantID).Take(&r).Error; err != nil {
 			return notFoundOr(err, "load record")
 		}

@@ -50,6 +50,10 @@ type Store struct {
 	pgURL string
 	// stmts holds prepared statements of the hot read paths, by query.
 	stmts sync.Map
+	// writes feeds the SQLite group committer (nil on PostgreSQL).
+	writes     chan writeJob
+	writesDone chan struct{}
+	closeOnce  sync.Once
 }
 
 // Options configure a Store.
@@ -110,6 +114,8 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	if err := wdb.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
+	s.writes, s.writesDone = make(chan writeJob), make(chan struct{})
+	go s.runWrites()
 	return s, nil
 }
 
@@ -162,8 +168,15 @@ func newStore(opts Options, d Dialect, shards int) (*Store, error) {
 // Dialect returns the database kind.
 func (s *Store) Dialect() Dialect { return s.dialect }
 
-// Close closes the database pools.
+// Close waits for queued writes, then closes the database pools. No write
+// may start after Close.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.writes != nil {
+			close(s.writes)
+			<-s.writesDone
+		}
+	})
 	var errs []error
 	pools := []*gorm.DB{s.w}
 	if s.r != s.w {

@@ -28,7 +28,7 @@ func (s *Store) CreateTenant(ctx context.Context, name, adminSecret string, rate
 	now := s.now()
 	t := &Tenant{ID: NewID(PrefixTenant), Name: name, CreatedAt: now}
 	k := newAdminKey(t.ID, adminSecret, rateLimit, now)
-	err := s.w.WithContext(ctx).Transaction(func(tx *gormDB) error {
+	err := s.write(ctx, func(tx *gormDB) error {
 		if err := tx.Create(t).Error; err != nil {
 			return fmt.Errorf("insert tenant: %w", err)
 		}
@@ -91,7 +91,7 @@ func (s *Store) BootstrapTenant(ctx context.Context, name, adminSecret string, r
 	if adminSecret == "" {
 		adminSecret = NewAPIKeySecret()
 	}
-	err = s.w.WithContext(ctx).Transaction(func(tx *gormDB) error {
+	err = s.write(ctx, func(tx *gormDB) error {
 		if s.dialect == Postgres {
 			if err := tx.Exec("SELECT pg_advisory_xact_lock(7401)").Error; err != nil {
 				return fmt.Errorf("lock: %w", err)
