@@ -109,11 +109,7 @@ func (s *Server) listRecords(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	out := list[recordJSON]{Data: make([]recordJSON, len(recs)), Total: total, Page: page.Page, Limit: page.Limit}
-	for i := range recs {
-		out.Data[i] = recordViewOut(&recs[i])
-	}
-	c.JSON(http.StatusOK, out)
+	writeRecordViews(c, recs, &list[recordJSON]{Total: total, Page: page.Page, Limit: page.Limit})
 }
 
 func (s *Server) getRecord(c *gin.Context) {
@@ -126,7 +122,7 @@ func (s *Server) getRecord(c *gin.Context) {
 		return
 	}
 	c.Header("ETag", etag(r.Version))
-	c.JSON(http.StatusOK, recordViewOut(r))
+	writeRecordViews(c, []models.RecordView{*r}, nil)
 }
 
 func writeRecord(c *gin.Context, status int, r *models.Record) {

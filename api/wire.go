@@ -61,8 +61,8 @@ func (in moduleInput) model() models.ModuleInput {
 	return out
 }
 
-// recordJSON is a record on the wire. Fields and CustomData hold either a
-// decoded object (after a write) or the stored JSON as it is (on reads).
+// recordJSON is a record on the wire as answered to writes; reads write
+// the same shape from the stored JSON (recordjson.go).
 type recordJSON struct {
 	ID         string    `json:"id"`
 	ModuleID   string    `json:"module_id"`
@@ -82,10 +82,6 @@ func recordOut(r *models.Record) recordJSON {
 		out.CustomData = map[string]any{}
 	}
 	return out
-}
-
-func recordViewOut(v *models.RecordView) recordJSON {
-	return recordJSON{ID: v.ID, ModuleID: v.ModuleID, Fields: rawObject(v.Fields), CustomData: rawObject(v.CustomData), Version: v.Version, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt}
 }
 
 func rawObject(b json.RawMessage) json.RawMessage {

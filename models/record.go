@@ -150,7 +150,9 @@ func (s *Store) GetRecord(ctx context.Context, tenantID, moduleID, id string) (*
 }
 
 // ListRecords returns a page of a module's records and the number of
-// records that match the filters.
+// records that match the filters, in one query when the page is not empty.
+// Unfiltered totals come from the module's counters; filtered ones are
+// counted.
 func (s *Store) ListRecords(ctx context.Context, m *Module, q RecordQuery) ([]RecordView, int64, error) {
 	order, ok := recordSorts[q.Sort]
 	if !ok {
@@ -158,8 +160,7 @@ func (s *Store) ListRecords(ctx context.Context, m *Module, q RecordQuery) ([]Re
 	}
 	where := "module_id = ? AND tenant_id = ?"
 	args := []any{m.ID, m.TenantID}
-	names := slices.Sorted(maps.Keys(q.Filters))
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(q.Filters)) {
 		cond, cargs, err := s.filter(name, q.Filters[name])
 		if err != nil {
 			return nil, 0, err
@@ -167,42 +168,25 @@ func (s *Store) ListRecords(ctx context.Context, m *Module, q RecordQuery) ([]Re
 		where += " AND " + cond
 		args = append(args, cargs...)
 	}
-	rdb, err := s.r.DB()
+	const counted = "SELECT COALESCE(SUM(count), 0) FROM module_record_counts WHERE module_id = ?"
+	totalExpr, totalArgs := "("+counted+")", []any{m.ID}
+	if len(q.Filters) > 0 {
+		totalExpr, totalArgs = "COUNT(*) OVER ()", nil
+	}
+	query := "SELECT " + recordViewColumns + ", " + totalExpr + " FROM records WHERE " + where +
+		" ORDER BY " + order + " LIMIT ? OFFSET ?"
+	qargs := append(append(totalArgs, args...), q.Page.Limit, q.Page.Offset())
+	rows, err := s.query(ctx, query, len(q.Filters) == 0, qargs...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("pool: %w", err)
-	}
-	var total int64
-	if len(q.Filters) == 0 {
-		stmt, err := s.prepared(ctx, "SELECT COALESCE(SUM(count), 0) FROM module_record_counts WHERE module_id = ?")
-		if err != nil {
-			return nil, 0, err
-		}
-		if err := stmt.QueryRowContext(ctx, m.ID).Scan(&total); err != nil {
-			return nil, 0, fmt.Errorf("count records: %w", err)
-		}
-	} else if err := rdb.QueryRowContext(ctx, s.bind("SELECT COUNT(*) FROM records WHERE "+where), args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count records: %w", err)
-	}
-	query := "SELECT " + recordViewColumns + " FROM records WHERE " + where + " ORDER BY " + order + " LIMIT ? OFFSET ?"
-	args = append(args, q.Page.Limit, q.Page.Offset())
-	var rows *sql.Rows
-	if len(q.Filters) == 0 {
-		stmt, err := s.prepared(ctx, query)
-		if err != nil {
-			return nil, 0, err
-		}
-		rows, err = stmt.QueryContext(ctx, args...)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list records: %w", err)
-		}
-	} else if rows, err = rdb.QueryContext(ctx, s.bind(query), args...); err != nil {
 		return nil, 0, fmt.Errorf("list records: %w", err)
 	}
 	defer rows.Close()
+	var total int64
 	records := make([]RecordView, 0, q.Page.Limit)
 	for rows.Next() {
 		var v RecordView
-		if err := scanRecordView(rows, &v); err != nil {
+		err := rows.Scan(&v.ID, &v.ModuleID, (*[]byte)(&v.Fields), (*[]byte)(&v.CustomData), &v.Version, &v.CreatedAt, &v.UpdatedAt, &total)
+		if err != nil {
 			return nil, 0, fmt.Errorf("scan record: %w", err)
 		}
 		records = append(records, v)
@@ -210,7 +194,42 @@ func (s *Store) ListRecords(ctx context.Context, m *Module, q RecordQuery) ([]Re
 	if err := rows.Err(); err != nil {
 		return nil, 0, fmt.Errorf("list records: %w", err)
 	}
-	return records, total, nil
+	if len(records) > 0 {
+		return records, total, nil
+	}
+	// An empty page (past the end, or nothing matches) carries no total.
+	countQuery, countArgs := counted, []any{m.ID}
+	if len(q.Filters) > 0 {
+		countQuery, countArgs = "SELECT COUNT(*) FROM records WHERE "+where, args
+	}
+	crow, err := s.query(ctx, countQuery, len(q.Filters) == 0, countArgs...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count records: %w", err)
+	}
+	defer crow.Close()
+	if crow.Next() {
+		if err := crow.Scan(&total); err != nil {
+			return nil, 0, fmt.Errorf("count records: %w", err)
+		}
+	}
+	return records, total, crow.Err()
+}
+
+// query runs a read, through a cached prepared statement when the query
+// text is one of a few fixed ones (prepare), else directly.
+func (s *Store) query(ctx context.Context, query string, prepare bool, args ...any) (*sql.Rows, error) {
+	if prepare {
+		stmt, err := s.prepared(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		return stmt.QueryContext(ctx, args...)
+	}
+	db, err := s.r.DB()
+	if err != nil {
+		return nil, fmt.Errorf("pool: %w", err)
+	}
+	return db.QueryContext(ctx, s.bind(query), args...)
 }
 
 // filter returns the condition that field name equals v, and its arguments.
