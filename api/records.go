@@ -190,10 +190,10 @@ func parseIfMatch(h string) (*int64, error) {
 }
 
 func (s *Server) deleteRecord(c *gin.Context) {
-	if !s.checkModuleAccess(c, models.ActionDelete) {
+	m, ok := s.moduleFor(c, models.ActionDelete)
+	if !ok {
 		return
 	}
-	m := &models.Module{ID: c.Param("id"), TenantID: tenantOf(c)}
 	r, err := s.store.DeleteRecord(c.Request.Context(), m, c.Param("recordId"))
 	if err != nil {
 		s.fail(c, err)

@@ -70,16 +70,21 @@ func (s *Store) CreateRecord(ctx context.Context, m *Module, fields, customData 
 		ID: NewID(PrefixRecord), TenantID: m.TenantID, ModuleID: m.ID,
 		Fields: fields, CustomData: customData, Version: 1, CreatedAt: now, UpdatedAt: now,
 	}
-	if err := s.insertRecord(ctx, r); err != nil {
+	events, err := recordEvents(m, nil, r, now)
+	if err != nil {
 		return nil, err
 	}
+	if err := s.insertRecord(ctx, r, events); err != nil {
+		return nil, err
+	}
+	s.eventsWritten()
 	return r, nil
 }
 
-// insertRecord inserts a record and counts it, atomically. On PostgreSQL it
-// is one statement, one round trip; SQLite runs in process, so a
-// transaction of two statements costs little there.
-func (s *Store) insertRecord(ctx context.Context, r *Record) error {
+// insertRecord inserts a record, counts it and writes its events,
+// atomically. On PostgreSQL it is one statement, one round trip; SQLite runs
+// in process, so a transaction of several statements costs little there.
+func (s *Store) insertRecord(ctx context.Context, r *Record, events []Event) error {
 	if s.dialect == Postgres {
 		fields, err := r.Fields.Value()
 		if err != nil {
@@ -89,12 +94,24 @@ func (s *Store) insertRecord(ctx context.Context, r *Record) error {
 		if err != nil {
 			return err
 		}
+		args := []any{r.ID, r.TenantID, r.ModuleID, fields, custom, r.Version, r.CreatedAt, r.UpdatedAt}
+		values := ""
+		for i, e := range events {
+			if i > 0 {
+				values += ", "
+			}
+			values += "(?, ?, ?, ?, ?, ?, ?)"
+			args = append(args, e.ID, e.TenantID, e.ModuleID, e.RecordID, e.Type, e.Payload, e.OccurredAt)
+		}
+		args = append(args, eventChannel, s.shard())
 		err = s.w.WithContext(ctx).Exec(`WITH r AS (
 			INSERT INTO records (id, tenant_id, module_id, fields, custom_data, version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING module_id)
-			INSERT INTO module_record_counts (module_id, shard, count) SELECT module_id, ?, 1 FROM r
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING module_id),
+			e AS (INSERT INTO events (id, tenant_id, module_id, record_id, type, payload, occurred_at) VALUES `+values+`),
+			n AS (SELECT pg_notify(?, ''))
+			INSERT INTO module_record_counts (module_id, shard, count) SELECT module_id, ?, 1 FROM r, n
 			ON CONFLICT (module_id, shard) DO UPDATE SET count = module_record_counts.count + excluded.count`,
-			r.ID, r.TenantID, r.ModuleID, fields, custom, r.Version, r.CreatedAt, r.UpdatedAt, s.shard()).Error
+			args...).Error
 		if err != nil {
 			return fmt.Errorf("insert record: %w", err)
 		}
@@ -103,6 +120,9 @@ func (s *Store) insertRecord(ctx context.Context, r *Record) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(r).Error; err != nil {
 			return fmt.Errorf("insert record: %w", err)
+		}
+		if err := s.insertEvents(tx, events); err != nil {
+			return err
 		}
 		return s.addToCount(tx, r.ModuleID, 1)
 	})
@@ -326,11 +346,19 @@ func (s *Store) updateRecordOnce(ctx context.Context, m *Module, id string, patc
 		if res.RowsAffected == 0 {
 			return errVersionRace
 		}
+		before := out
 		out.Fields, out.CustomData, out.Version, out.UpdatedAt = newFields, newCustom, out.Version+1, now
-		return nil
+		events, err := recordEvents(m, &before, &out, now)
+		if err != nil {
+			return err
+		}
+		return s.insertEvents(tx, events)
 	})
 	if err != nil {
 		return nil, false, err
+	}
+	if changed {
+		s.eventsWritten()
 	}
 	return &out, changed, nil
 }
@@ -350,10 +378,18 @@ func (s *Store) DeleteRecord(ctx context.Context, m *Module, id string) (*Record
 		if err := tx.Where("id = ?", id).Delete(&Record{}).Error; err != nil {
 			return fmt.Errorf("delete record: %w", err)
 		}
+		events, err := recordEvents(m, &r, nil, s.now())
+		if err != nil {
+			return err
+		}
+		if err := s.insertEvents(tx, events); err != nil {
+			return err
+		}
 		return s.addToCount(tx, m.ID, -1)
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.eventsWritten()
 	return &r, nil
 }

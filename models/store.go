@@ -50,6 +50,8 @@ type Store struct {
 	pgURL string
 	// stmts holds prepared statements of the hot read paths, by query.
 	stmts sync.Map
+	// eventWake wakes this process's outbox dispatcher.
+	eventWake chan struct{}
 	// writes feeds the SQLite group committer (nil on PostgreSQL).
 	writes     chan writeJob
 	writesDone chan struct{}
@@ -160,6 +162,7 @@ func newStore(opts Options, d Dialect, shards int) (*Store, error) {
 		box:         opts.SecretBox,
 		now:         func() time.Time { return now().UTC().Truncate(time.Microsecond) },
 		countShards: shards,
+		eventWake:   make(chan struct{}, 1),
 	}
 	s.caches = caches{keys: newCache[*APIKey](s.now), modules: newCache[*Module](s.now)}
 	return s, nil

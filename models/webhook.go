@@ -1,0 +1,300 @@
+package models
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Event types (SPEC §6).
+const (
+	EventRecordCreated     = "record_created"
+	EventRecordUpdated     = "record_updated"
+	EventRecordDeleted     = "record_deleted"
+	EventStatusChange      = "status_change"
+	EventCustomDataUpdated = "custom_data_updated"
+)
+
+// EventTypes lists every event type.
+var EventTypes = []string{EventRecordCreated, EventRecordUpdated, EventRecordDeleted, EventStatusChange, EventCustomDataUpdated}
+
+// Webhook endpoint bounds.
+const (
+	DefaultRetryMax = 5
+	MaxRetryMax     = 20
+	PrefixEndpoint  = "whe_"
+	PrefixEvent     = "evt_"
+	PrefixDelivery  = "whd_"
+	secretPrefix    = "whsec_"
+)
+
+// StringList is a JSON array of strings in one column.
+type StringList []string
+
+// Value implements driver.Valuer.
+func (l StringList) Value() (driver.Value, error) {
+	if l == nil {
+		return "[]", nil
+	}
+	b, err := json.Marshal([]string(l))
+	if err != nil {
+		return nil, fmt.Errorf("encode list: %w", err)
+	}
+	return string(b), nil
+}
+
+// Scan implements sql.Scanner.
+func (l *StringList) Scan(src any) error {
+	var v []string
+	if err := scanJSON(src, &v); err != nil {
+		return err
+	}
+	*l = v
+	return nil
+}
+
+// WebhookEndpoint is an outbound subscription. Its signing secrets are
+// stored sealed; Secret and PreviousSecret are sealed text, see
+// Store.EndpointSecrets for the plaintext.
+type WebhookEndpoint struct {
+	ID                      string `gorm:"primaryKey"`
+	TenantID                string
+	URL                     string `gorm:"column:url"`
+	Description             string
+	Events                  StringList `gorm:"type:text"`
+	ModuleIDs               StringList `gorm:"type:text;column:module_ids"`
+	RetryMax                int
+	Enabled                 bool
+	Secret                  string
+	PreviousSecret          *string
+	PreviousSecretExpiresAt *time.Time
+	CreatedAt               time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt               time.Time `gorm:"autoUpdateTime:false"`
+}
+
+// Subscribes reports whether the endpoint wants an event of type t on module.
+func (e *WebhookEndpoint) Subscribes(t, moduleID string) bool {
+	return e.Enabled && slices.Contains(e.Events, t) && (len(e.ModuleIDs) == 0 || slices.Contains(e.ModuleIDs, moduleID))
+}
+
+// EndpointInput holds an endpoint's settable attributes; nil members are
+// left unchanged on update.
+type EndpointInput struct {
+	URL         *string
+	Description *string
+	Events      *[]string
+	ModuleIDs   *[]string
+	RetryMax    *int
+	Enabled     *bool
+	// Secret, when set on create, replaces the generated one.
+	Secret *string
+}
+
+// URLChecker refuses destinations that resolve to blocked addresses; it
+// is the egress guard of activities, injected so that models does not dial.
+type URLChecker func(ctx context.Context, rawURL string) error
+
+// NewWebhookSecret returns a new signing secret, "whsec_" and 32 random bytes.
+func NewWebhookSecret() string { return secretPrefix + randomToken(32) }
+
+func (s *Store) validateEndpoint(ctx context.Context, tenantID string, e *WebhookEndpoint, check URLChecker) ([]FieldError, error) {
+	var errs []FieldError
+	if len(e.Description) > 500 {
+		errs = append(errs, FieldError{"description", "must be at most 500 characters"})
+	}
+	if len(e.Events) == 0 {
+		errs = append(errs, FieldError{"events", "subscribe to at least one event type"})
+	}
+	for _, t := range e.Events {
+		if !slices.Contains(EventTypes, t) {
+			errs = append(errs, FieldError{"events", fmt.Sprintf("unknown event type %q; use one of %v", t, EventTypes)})
+		}
+	}
+	if e.RetryMax < 1 || e.RetryMax > MaxRetryMax {
+		errs = append(errs, FieldError{"retry_max", fmt.Sprintf("must be between 1 and %d", MaxRetryMax)})
+	}
+	if len(e.ModuleIDs) > 0 {
+		var found []string
+		if err := s.r.WithContext(ctx).Model(&Module{}).Where("tenant_id = ? AND id IN ?", tenantID, []string(e.ModuleIDs)).Pluck("id", &found).Error; err != nil {
+			return nil, fmt.Errorf("check modules: %w", err)
+		}
+		for _, id := range e.ModuleIDs {
+			if !slices.Contains(found, id) {
+				errs = append(errs, FieldError{"module_ids", fmt.Sprintf("no such module %q", id)})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs, nil
+	}
+	if err := check(ctx, e.URL); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// CreateEndpoint creates an endpoint after checking its URL with check, and
+// returns it with its secret in clear.
+func (s *Store) CreateEndpoint(ctx context.Context, tenantID string, in EndpointInput, check URLChecker) (*WebhookEndpoint, string, error) {
+	now := s.now()
+	e := &WebhookEndpoint{ID: NewID(PrefixEndpoint), TenantID: tenantID, RetryMax: DefaultRetryMax, Enabled: true, Events: StringList{}, ModuleIDs: StringList{}, CreatedAt: now, UpdatedAt: now}
+	applyEndpointInput(e, in)
+	secret := NewWebhookSecret()
+	if in.Secret != nil {
+		secret = *in.Secret
+		if len(secret) < 16 || len(secret) > 200 {
+			return nil, "", ValidationError([]FieldError{{"secret", "must be 16 to 200 characters"}})
+		}
+	}
+	errs, err := s.validateEndpoint(ctx, tenantID, e, check)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(errs) > 0 {
+		return nil, "", ValidationError(errs)
+	}
+	e.Secret = s.box.Seal(secret, "webhook-secret:"+e.ID)
+	if err := s.w.WithContext(ctx).Create(e).Error; err != nil {
+		return nil, "", fmt.Errorf("insert endpoint: %w", err)
+	}
+	return e, secret, nil
+}
+
+func applyEndpointInput(e *WebhookEndpoint, in EndpointInput) {
+	if in.URL != nil {
+		e.URL = *in.URL
+	}
+	if in.Description != nil {
+		e.Description = *in.Description
+	}
+	if in.Events != nil {
+		e.Events = slices.Compact(slices.Sorted(slices.Values(*in.Events)))
+	}
+	if in.ModuleIDs != nil {
+		e.ModuleIDs = slices.Compact(slices.Sorted(slices.Values(*in.ModuleIDs)))
+	}
+	if in.RetryMax != nil {
+		e.RetryMax = *in.RetryMax
+	}
+	if in.Enabled != nil {
+		e.Enabled = *in.Enabled
+	}
+}
+
+// GetEndpoint returns one of the tenant's endpoints.
+func (s *Store) GetEndpoint(ctx context.Context, tenantID, id string) (*WebhookEndpoint, error) {
+	var e WebhookEndpoint
+	if err := s.r.WithContext(ctx).Where("tenant_id = ? AND id = ?", tenantID, id).Take(&e).Error; err != nil {
+		return nil, notFoundOr(err, "load endpoint")
+	}
+	return &e, nil
+}
+
+// ListEndpoints returns a page of the tenant's endpoints, newest first.
+func (s *Store) ListEndpoints(ctx context.Context, tenantID string, p Page) ([]WebhookEndpoint, int64, error) {
+	var (
+		out   []WebhookEndpoint
+		total int64
+	)
+	q := s.r.WithContext(ctx).Model(&WebhookEndpoint{}).Where("tenant_id = ?", tenantID)
+	if err := q.Count(&total).Error; err != nil {
+		return nil, 0, fmt.Errorf("count endpoints: %w", err)
+	}
+	if err := q.Order("created_at DESC, id DESC").Limit(p.Limit).Offset(p.Offset()).Find(&out).Error; err != nil {
+		return nil, 0, fmt.Errorf("list endpoints: %w", err)
+	}
+	return out, total, nil
+}
+
+// UpdateEndpoint changes an endpoint; a changed URL is checked again.
+func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in EndpointInput, check URLChecker) (*WebhookEndpoint, error) {
+	e, err := s.GetEndpoint(ctx, tenantID, id)
+	if err != nil {
+		return nil, err
+	}
+	if in.Secret != nil {
+		return nil, ValidationError([]FieldError{{"secret", "use rotate-secret to change the secret"}})
+	}
+	applyEndpointInput(e, in)
+	errs, err := s.validateEndpoint(ctx, tenantID, e, check)
+	if err != nil {
+		return nil, err
+	}
+	if len(errs) > 0 {
+		return nil, ValidationError(errs)
+	}
+	e.UpdatedAt = s.now()
+	res := s.w.WithContext(ctx).Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).Updates(map[string]any{
+		"url": e.URL, "description": e.Description, "events": e.Events, "module_ids": e.ModuleIDs,
+		"retry_max": e.RetryMax, "enabled": e.Enabled, "updated_at": e.UpdatedAt,
+	})
+	if res.Error != nil {
+		return nil, fmt.Errorf("update endpoint: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return nil, ErrNotFound
+	}
+	return e, nil
+}
+
+// DeleteEndpoint deletes an endpoint; deliveries in flight stop at their
+// next attempt, and its delivery history stays.
+func (s *Store) DeleteEndpoint(ctx context.Context, tenantID, id string) error {
+	res := s.w.WithContext(ctx).Where("tenant_id = ? AND id = ?", tenantID, id).Delete(&WebhookEndpoint{})
+	if res.Error != nil {
+		return fmt.Errorf("delete endpoint: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// EndpointSecrets returns the endpoint's signing secrets in clear: the
+// current one, and the previous one while its rotation grace lasts.
+func (s *Store) EndpointSecrets(e *WebhookEndpoint) (current string, previous string, err error) {
+	current, err = s.box.Open(e.Secret, "webhook-secret:"+e.ID)
+	if err != nil {
+		return "", "", fmt.Errorf("endpoint secret: %w", err)
+	}
+	if e.PreviousSecret != nil && e.PreviousSecretExpiresAt != nil && s.now().Before(*e.PreviousSecretExpiresAt) {
+		if previous, err = s.box.Open(*e.PreviousSecret, "webhook-secret:"+e.ID); err != nil {
+			return "", "", fmt.Errorf("endpoint previous secret: %w", err)
+		}
+	}
+	return current, previous, nil
+}
+
+// RotateEndpointSecret gives an endpoint a new secret; the old one keeps
+// signing alongside it for grace seconds. It returns the new secret.
+func (s *Store) RotateEndpointSecret(ctx context.Context, tenantID, id string, grace int) (*WebhookEndpoint, string, error) {
+	if grace < 0 || grace > MaxGraceSeconds {
+		return nil, "", ValidationError([]FieldError{{"grace_seconds", fmt.Sprintf("must be between 0 and %d", MaxGraceSeconds)}})
+	}
+	secret := NewWebhookSecret()
+	var out WebhookEndpoint
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := tx.Where("tenant_id = ? AND id = ?", tenantID, id).Take(&out).Error; err != nil {
+			return notFoundOr(err, "load endpoint")
+		}
+		now := s.now()
+		u := map[string]any{"secret": s.box.Seal(secret, "webhook-secret:"+id), "previous_secret": nil, "previous_secret_expires_at": nil, "updated_at": now}
+		if grace > 0 {
+			exp := now.Add(time.Duration(grace) * time.Second)
+			u["previous_secret"], u["previous_secret_expires_at"] = out.Secret, exp
+		}
+		if err := tx.Model(&WebhookEndpoint{}).Where("id = ?", id).Updates(u).Error; err != nil {
+			return fmt.Errorf("rotate secret: %w", err)
+		}
+		return tx.Where("id = ?", id).Take(&out).Error
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return &out, secret, nil
+}
