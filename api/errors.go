@@ -30,6 +30,7 @@ var statusOf = map[models.Kind]int{
 	models.KindConflict:     http.StatusConflict,
 	models.KindPrecondition: http.StatusPreconditionFailed,
 	models.KindValidation:   http.StatusUnprocessableEntity,
+	models.KindInvalidURL:   http.StatusUnprocessableEntity,
 	models.KindInternal:     http.StatusInternalServerError,
 }
 

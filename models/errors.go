@@ -18,6 +18,7 @@ const (
 	KindConflict     Kind = "conflict"
 	KindPrecondition Kind = "precondition_failed"
 	KindValidation   Kind = "validation_failed"
+	KindInvalidURL   Kind = "invalid_url"
 	KindInternal     Kind = "internal"
 )
 
