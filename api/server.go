@@ -46,6 +46,11 @@ type Deps struct {
 	Ready []Check
 	// Now returns the time; time.Now when nil.
 	Now func() time.Time
+	// CheckURL refuses webhook destinations on blocked networks (422
+	// invalid_url); without it no endpoint can be created.
+	CheckURL func(ctx context.Context, rawURL string) error
+	// Replayer starts replays; without it replay answers 503.
+	Replayer Replayer
 }
 
 // Server serves the HTTP API.
@@ -59,6 +64,8 @@ type Server struct {
 	defaultRateLimit int
 	ready            []Check
 	now              func() time.Time
+	urlCheck         func(ctx context.Context, rawURL string) error
+	replayer         Replayer
 	engine           *gin.Engine
 }
 
@@ -68,6 +75,7 @@ func New(d Deps) *Server {
 	s := &Server{
 		store: d.Store, limiter: d.Limiter, logs: d.Logs, log: d.Log,
 		registry: d.Registry, defaultRateLimit: d.DefaultRateLimit, ready: d.Ready, now: d.Now,
+		urlCheck: d.CheckURL, replayer: d.Replayer,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -125,6 +133,16 @@ func (s *Server) routes() *gin.Engine {
 	admin.POST("/keys/:id/rotate", s.adminRotateKey)
 	admin.GET("/keys/:id/usage", s.adminKeyUsage)
 	admin.GET("/access-logs", s.adminAccessLogs)
+	admin.POST("/webhook-endpoints", s.adminCreateEndpoint)
+	admin.GET("/webhook-endpoints", s.adminListEndpoints)
+	admin.GET("/webhook-endpoints/:id", s.adminGetEndpoint)
+	admin.PATCH("/webhook-endpoints/:id", s.adminUpdateEndpoint)
+	admin.DELETE("/webhook-endpoints/:id", s.adminDeleteEndpoint)
+	admin.GET("/webhook-endpoints/:id/secret", s.adminEndpointSecret)
+	admin.POST("/webhook-endpoints/:id/rotate-secret", s.adminRotateEndpointSecret)
+	admin.GET("/webhook-deliveries", s.adminListDeliveries)
+	admin.GET("/webhook-deliveries/:id", s.adminGetDelivery)
+	admin.POST("/webhook-deliveries/:id/replay", s.adminReplayDelivery)
 
 	r.NoRoute(func(c *gin.Context) { failCode(c, http.StatusNotFound, codeNotFound, "no such route") })
 	return r

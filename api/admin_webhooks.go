@@ -1,0 +1,288 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/recordhub/recordhub/models"
+)
+
+// Replayer starts a new delivery of an attempt's event to its endpoint.
+type Replayer interface {
+	Replay(ctx context.Context, d *models.WebhookDelivery) (workflowID, runID string, err error)
+}
+
+type endpointJSON struct {
+	ID                      string     `json:"id"`
+	URL                     string     `json:"url"`
+	Description             string     `json:"description"`
+	Events                  []string   `json:"events"`
+	ModuleIDs               []string   `json:"module_ids"`
+	RetryMax                int        `json:"retry_max"`
+	Enabled                 bool       `json:"enabled"`
+	CreatedAt               time.Time  `json:"created_at"`
+	UpdatedAt               time.Time  `json:"updated_at"`
+	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
+	// Secret is present only in the answers to create and rotate-secret.
+	Secret string `json:"secret,omitempty"`
+}
+
+func endpointOut(e *models.WebhookEndpoint, now time.Time) endpointJSON {
+	out := endpointJSON{
+		ID: e.ID, URL: e.URL, Description: e.Description, Events: e.Events, ModuleIDs: e.ModuleIDs,
+		RetryMax: e.RetryMax, Enabled: e.Enabled, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+	}
+	if out.Events == nil {
+		out.Events = []string{}
+	}
+	if out.ModuleIDs == nil {
+		out.ModuleIDs = []string{}
+	}
+	if e.PreviousSecret != nil && e.PreviousSecretExpiresAt != nil && e.PreviousSecretExpiresAt.After(now) {
+		out.PreviousSecretExpiresAt = e.PreviousSecretExpiresAt
+	}
+	return out
+}
+
+type endpointInput struct {
+	URL         *string   `json:"url"`
+	Description *string   `json:"description"`
+	Events      *[]string `json:"events"`
+	ModuleIDs   *[]string `json:"module_ids"`
+	RetryMax    *int      `json:"retry_max"`
+	Enabled     *bool     `json:"enabled"`
+	Secret      *string   `json:"secret"`
+}
+
+func (in endpointInput) model() models.EndpointInput {
+	return models.EndpointInput(in)
+}
+
+// checkURL is the subscription-time egress check; without one configured
+// every URL is refused, never allowed.
+func (s *Server) checkURL(ctx context.Context, rawURL string) error {
+	if s.urlCheck == nil {
+		return models.Errorf(models.KindInvalidURL, "outbound webhooks are not configured")
+	}
+	return s.urlCheck(ctx, rawURL)
+}
+
+func (s *Server) adminCreateEndpoint(c *gin.Context) {
+	var in endpointInput
+	if !s.readJSON(c, &in, false) {
+		return
+	}
+	if in.URL == nil {
+		s.fail(c, models.ValidationError([]models.FieldError{{Field: "url", Message: "is required"}}))
+		return
+	}
+	e, secret, err := s.store.CreateEndpoint(c.Request.Context(), tenantOf(c), in.model(), s.checkURL)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := endpointOut(e, s.now())
+	out.Secret = secret
+	c.JSON(http.StatusCreated, out)
+}
+
+func (s *Server) adminListEndpoints(c *gin.Context) {
+	page, err := pageOf(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	eps, total, err := s.store.ListEndpoints(c.Request.Context(), tenantOf(c), page)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	now := s.now()
+	out := list[endpointJSON]{Data: make([]endpointJSON, len(eps)), Total: total, Page: page.Page, Limit: page.Limit}
+	for i := range eps {
+		out.Data[i] = endpointOut(&eps[i], now)
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) adminGetEndpoint(c *gin.Context) {
+	e, err := s.store.GetEndpoint(c.Request.Context(), tenantOf(c), c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, endpointOut(e, s.now()))
+}
+
+func (s *Server) adminUpdateEndpoint(c *gin.Context) {
+	var in endpointInput
+	if !s.readJSON(c, &in, false) {
+		return
+	}
+	e, err := s.store.UpdateEndpoint(c.Request.Context(), tenantOf(c), c.Param("id"), in.model(), s.checkURL)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, endpointOut(e, s.now()))
+}
+
+func (s *Server) adminDeleteEndpoint(c *gin.Context) {
+	if err := s.store.DeleteEndpoint(c.Request.Context(), tenantOf(c), c.Param("id")); err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"id": c.Param("id"), "deleted": true})
+}
+
+// adminEndpointSecret answers the signing secret, and during a rotation's
+// grace the previous one, which still signs.
+func (s *Server) adminEndpointSecret(c *gin.Context) {
+	e, err := s.store.GetEndpoint(c.Request.Context(), tenantOf(c), c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	current, previous, err := s.store.EndpointSecrets(e)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := gin.H{"secret": current}
+	if previous != "" {
+		out["previous_secret"] = previous
+		out["previous_secret_expires_at"] = e.PreviousSecretExpiresAt
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) adminRotateEndpointSecret(c *gin.Context) {
+	var in struct {
+		GraceSeconds int `json:"grace_seconds"`
+	}
+	if !s.readJSON(c, &in, true) {
+		return
+	}
+	e, secret, err := s.store.RotateEndpointSecret(c.Request.Context(), tenantOf(c), c.Param("id"), in.GraceSeconds)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := endpointOut(e, s.now())
+	out.Secret = secret
+	c.JSON(http.StatusOK, out)
+}
+
+// deliveryJSON is one attempt. Lists leave out the bodies and headers;
+// reading one attempt shows them in full.
+type deliveryJSON struct {
+	ID              string              `json:"id"`
+	EventID         string              `json:"event_id"`
+	EventType       string              `json:"event_type"`
+	EndpointID      string              `json:"endpoint_id"`
+	WorkflowID      string              `json:"workflow_id"`
+	RunID           string              `json:"run_id"`
+	Attempt         int                 `json:"attempt"`
+	ReplayOf        *string             `json:"replay_of"`
+	RequestURL      string              `json:"request_url"`
+	RequestHeaders  map[string][]string `json:"request_headers,omitempty"`
+	RequestBody     *string             `json:"request_body,omitempty"`
+	ResponseStatus  *int                `json:"response_status"`
+	ResponseHeaders map[string][]string `json:"response_headers,omitempty"`
+	ResponseBody    *string             `json:"response_body,omitempty"`
+	Error           *string             `json:"error"`
+	ErrorMessage    *string             `json:"error_message"`
+	RemoteIP        string              `json:"remote_ip"`
+	DurationMS      float64             `json:"duration_ms"`
+	DNSMS           *float64            `json:"dns_ms"`
+	ConnectMS       *float64            `json:"connect_ms"`
+	TLSMS           *float64            `json:"tls_ms"`
+	FirstByteMS     *float64            `json:"first_byte_ms"`
+	StartedAt       time.Time           `json:"started_at"`
+	FinishedAt      time.Time           `json:"finished_at"`
+	Succeeded       bool                `json:"succeeded"`
+}
+
+func deliveryOut(d *models.WebhookDelivery, full bool) deliveryJSON {
+	out := deliveryJSON{
+		ID: d.ID, EventID: d.EventID, EventType: d.EventType, EndpointID: d.EndpointID, WorkflowID: d.WorkflowID,
+		RunID: d.RunID, Attempt: d.Attempt, ReplayOf: d.ReplayOf, RequestURL: d.RequestURL, ResponseStatus: d.ResponseStatus,
+		RemoteIP: d.RemoteIP, DurationMS: d.DurationMS, DNSMS: d.DNSMS, ConnectMS: d.ConnectMS, TLSMS: d.TLSMS,
+		FirstByteMS: d.FirstByteMS, StartedAt: d.StartedAt, FinishedAt: d.FinishedAt, Succeeded: d.Succeeded,
+	}
+	if d.Error != "" {
+		out.Error, out.ErrorMessage = &d.Error, &d.ErrorMessage
+	}
+	if full {
+		out.RequestHeaders, out.RequestBody = nonNilHeaders(d.RequestHeaders), &d.RequestBody
+		out.ResponseHeaders, out.ResponseBody = nonNilHeaders(d.ResponseHeaders), &d.ResponseBody
+	}
+	return out
+}
+
+func nonNilHeaders(h models.Headers) map[string][]string {
+	if h == nil {
+		return map[string][]string{}
+	}
+	return h
+}
+
+func (s *Server) adminListDeliveries(c *gin.Context) {
+	page, err := pageOf(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	q := models.DeliveryQuery{Page: page, EndpointID: c.Query("endpoint_id"), EventID: c.Query("event_id"), EventType: c.Query("event_type")}
+	if v := c.Query("succeeded"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			s.fail(c, invalid("succeeded must be true or false"))
+			return
+		}
+		q.Succeeded = &b
+	}
+	ds, total, err := s.store.ListDeliveries(c.Request.Context(), tenantOf(c), q)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := list[deliveryJSON]{Data: make([]deliveryJSON, len(ds)), Total: total, Page: page.Page, Limit: page.Limit}
+	for i := range ds {
+		out.Data[i] = deliveryOut(&ds[i], false)
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) adminGetDelivery(c *gin.Context) {
+	d, err := s.store.GetDelivery(c.Request.Context(), tenantOf(c), c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, deliveryOut(d, true))
+}
+
+// adminReplayDelivery sends the attempt's event to its endpoint again as a
+// new workflow execution, with the same body and event id.
+func (s *Server) adminReplayDelivery(c *gin.Context) {
+	d, err := s.store.GetDelivery(c.Request.Context(), tenantOf(c), c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if s.replayer == nil {
+		failCode(c, http.StatusServiceUnavailable, codeUnavailable, "webhook delivery is not running in this process")
+		return
+	}
+	wid, rid, err := s.replayer.Replay(c.Request.Context(), d)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusAccepted, gin.H{"workflow_id": wid, "run_id": rid})
+}
