@@ -51,6 +51,8 @@ type Deps struct {
 	CheckURL func(ctx context.Context, rawURL string) error
 	// Replayer starts replays; without it replay answers 503.
 	Replayer Replayer
+	// OpsOnly serves only /healthz, /readyz and /metrics (a worker process).
+	OpsOnly bool
 }
 
 // Server serves the HTTP API.
@@ -90,14 +92,14 @@ func New(d Deps) *Server {
 		s.defaultRateLimit = 600
 	}
 	s.metrics = newMetrics(s.registry)
-	s.engine = s.routes()
+	s.engine = s.routes(d.OpsOnly)
 	return s
 }
 
 // Handler returns the http.Handler of the API.
 func (s *Server) Handler() http.Handler { return s.engine }
 
-func (s *Server) routes() *gin.Engine {
+func (s *Server) routes(opsOnly bool) *gin.Engine {
 	r := gin.New()
 	// Clients are identified by the connection's address; forwarded-for
 	// headers are not trusted unless a deployment puts a known proxy in front.
@@ -107,6 +109,10 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
+	r.NoRoute(func(c *gin.Context) { failCode(c, http.StatusNotFound, codeNotFound, "no such route") })
+	if opsOnly {
+		return r
+	}
 
 	pub := r.Group("/api")
 	pub.GET("/openapi.yaml", serveOpenAPI)
@@ -143,7 +149,5 @@ func (s *Server) routes() *gin.Engine {
 	admin.GET("/webhook-deliveries", s.adminListDeliveries)
 	admin.GET("/webhook-deliveries/:id", s.adminGetDelivery)
 	admin.POST("/webhook-deliveries/:id/replay", s.adminReplayDelivery)
-
-	r.NoRoute(func(c *gin.Context) { failCode(c, http.StatusNotFound, codeNotFound, "no such route") })
 	return r
 }

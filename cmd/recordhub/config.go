@@ -10,6 +10,8 @@ import (
 
 // Config is the service's configuration, read from the environment (SPEC §1).
 type Config struct {
+	// Role is what serve runs: all (API, worker, dispatcher), api or worker.
+	Role              string
 	HTTPAddr          string
 	DatabaseURL       string
 	RedisURL          string
@@ -40,6 +42,7 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 		return v
 	}
 	c := Config{
+		Role:              "all",
 		HTTPAddr:          envOr(getenv, "RECORDHUB_HTTP_ADDR", "127.0.0.1:8080"),
 		DatabaseURL:       getenv("DATABASE_URL"),
 		RedisURL:          getenv("REDIS_URL"),
@@ -114,3 +117,26 @@ func envOr(getenv func(string) string, name, def string) string {
 	}
 	return def
 }
+
+// Roles of serve.
+const (
+	RoleAll    = "all"
+	RoleAPI    = "api"
+	RoleWorker = "worker"
+)
+
+func (c Config) validateRole() error {
+	switch c.Role {
+	case RoleAll:
+		return nil
+	case RoleAPI, RoleWorker:
+		if c.TemporalAddress == "" {
+			return fmt.Errorf("--role %s needs TEMPORAL_ADDRESS: the embedded Temporal server runs only with --role all", c.Role)
+		}
+		return nil
+	}
+	return fmt.Errorf("--role must be all, api or worker, not %q", c.Role)
+}
+
+func (c Config) runsAPI() bool    { return c.Role == RoleAll || c.Role == RoleAPI }
+func (c Config) runsWorker() bool { return c.Role == RoleAll || c.Role == RoleWorker }

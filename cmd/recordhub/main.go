@@ -4,20 +4,25 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 const usage = `usage:
-  recordhub serve                     run the API (and, later, the webhook worker)
+  recordhub serve [--role all|api|worker]
+                                      run the API, the webhook worker, or both (all, the default)
   recordhub migrate                   apply database migrations and exit
   recordhub tenant create NAME [--json]
                                       create a tenant and print its first admin key
   recordhub tenant set-ai-key TENANT_ID
                                       read the tenant's AI provider key from stdin and store it encrypted
+  recordhub healthcheck URL           exit 0 when URL answers 200 (for container health checks)
 `
 
 func main() {
@@ -36,12 +41,24 @@ func runCommand(ctx context.Context, args []string, lookupEnv func(string) (stri
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("no command given")
 	}
+	if args[0] == "healthcheck" {
+		return healthcheck(ctx, args[1:])
+	}
 	cfg, err := configFromEnv(lookupEnv)
 	if err != nil {
 		return err
 	}
 	switch args[0] {
 	case "serve":
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		fs.StringVar(&cfg.Role, "role", cfg.Role, "all, api or worker")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if err := cfg.validateRole(); err != nil {
+			return err
+		}
 		return run(ctx, cfg, Env{Stdout: stdout, Stderr: stderr})
 	case "migrate":
 		return migrateCommand(ctx, cfg, stdout)
@@ -53,4 +70,27 @@ func runCommand(ctx context.Context, args []string, lookupEnv func(string) (stri
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// healthcheck GETs a URL and fails unless it answers 200: distroless images
+// have no curl.
+func healthcheck(ctx context.Context, args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: recordhub healthcheck URL")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: %s answered %d", args[0], res.StatusCode)
+	}
+	return nil
 }
