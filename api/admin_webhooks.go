@@ -123,7 +123,14 @@ func (s *Server) adminUpdateEndpoint(c *gin.Context) {
 	if !s.readJSON(c, &in, false) {
 		return
 	}
-	e, err := s.store.UpdateEndpoint(c.Request.Context(), tenantOf(c), c.Param("id"), in.model(), s.checkURL)
+	// Only a URL the change sets is checked: the stored one passed at its
+	// time, every attempt checks again when it dials, and an endpoint whose
+	// destination has since become refused must still be switchable off.
+	check := s.checkURL
+	if in.URL == nil {
+		check = func(context.Context, string) error { return nil }
+	}
+	e, err := s.store.UpdateEndpoint(c.Request.Context(), tenantOf(c), c.Param("id"), in.model(), check)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -177,37 +184,43 @@ func (s *Server) adminRotateEndpointSecret(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-// deliveryJSON is one attempt. Lists leave out the bodies and headers;
-// reading one attempt shows them in full.
+// deliveryJSON is one attempt as listed, without headers and bodies.
 type deliveryJSON struct {
-	ID              string              `json:"id"`
-	EventID         string              `json:"event_id"`
-	EventType       string              `json:"event_type"`
-	EndpointID      string              `json:"endpoint_id"`
-	WorkflowID      string              `json:"workflow_id"`
-	RunID           string              `json:"run_id"`
-	Attempt         int                 `json:"attempt"`
-	ReplayOf        *string             `json:"replay_of"`
-	RequestURL      string              `json:"request_url"`
-	RequestHeaders  map[string][]string `json:"request_headers,omitempty"`
-	RequestBody     *string             `json:"request_body,omitempty"`
-	ResponseStatus  *int                `json:"response_status"`
-	ResponseHeaders map[string][]string `json:"response_headers,omitempty"`
-	ResponseBody    *string             `json:"response_body,omitempty"`
-	Error           *string             `json:"error"`
-	ErrorMessage    *string             `json:"error_message"`
-	RemoteIP        string              `json:"remote_ip"`
-	DurationMS      float64             `json:"duration_ms"`
-	DNSMS           *float64            `json:"dns_ms"`
-	ConnectMS       *float64            `json:"connect_ms"`
-	TLSMS           *float64            `json:"tls_ms"`
-	FirstByteMS     *float64            `json:"first_byte_ms"`
-	StartedAt       time.Time           `json:"started_at"`
-	FinishedAt      time.Time           `json:"finished_at"`
-	Succeeded       bool                `json:"succeeded"`
+	ID             string    `json:"id"`
+	EventID        string    `json:"event_id"`
+	EventType      string    `json:"event_type"`
+	EndpointID     string    `json:"endpoint_id"`
+	WorkflowID     string    `json:"workflow_id"`
+	RunID          string    `json:"run_id"`
+	Attempt        int       `json:"attempt"`
+	ReplayOf       *string   `json:"replay_of"`
+	RequestURL     string    `json:"request_url"`
+	ResponseStatus *int      `json:"response_status"`
+	Error          *string   `json:"error"`
+	ErrorMessage   *string   `json:"error_message"`
+	RemoteIP       string    `json:"remote_ip"`
+	DurationMS     float64   `json:"duration_ms"`
+	DNSMS          *float64  `json:"dns_ms"`
+	ConnectMS      *float64  `json:"connect_ms"`
+	TLSMS          *float64  `json:"tls_ms"`
+	FirstByteMS    *float64  `json:"first_byte_ms"`
+	StartedAt      time.Time `json:"started_at"`
+	FinishedAt     time.Time `json:"finished_at"`
+	Succeeded      bool      `json:"succeeded"`
 }
 
-func deliveryOut(d *models.WebhookDelivery, full bool) deliveryJSON {
+// deliveryFullJSON is one attempt in full. Its members are never left out,
+// not even when empty (an attempt that got no response has no headers):
+// a separate type rather than omitempty, which would drop an empty map.
+type deliveryFullJSON struct {
+	deliveryJSON
+	RequestHeaders  map[string][]string `json:"request_headers"`
+	RequestBody     string              `json:"request_body"`
+	ResponseHeaders map[string][]string `json:"response_headers"`
+	ResponseBody    string              `json:"response_body"`
+}
+
+func deliveryOut(d *models.WebhookDelivery) deliveryJSON {
 	out := deliveryJSON{
 		ID: d.ID, EventID: d.EventID, EventType: d.EventType, EndpointID: d.EndpointID, WorkflowID: d.WorkflowID,
 		RunID: d.RunID, Attempt: d.Attempt, ReplayOf: d.ReplayOf, RequestURL: d.RequestURL, ResponseStatus: d.ResponseStatus,
@@ -217,11 +230,15 @@ func deliveryOut(d *models.WebhookDelivery, full bool) deliveryJSON {
 	if d.Error != "" {
 		out.Error, out.ErrorMessage = &d.Error, &d.ErrorMessage
 	}
-	if full {
-		out.RequestHeaders, out.RequestBody = nonNilHeaders(d.RequestHeaders), &d.RequestBody
-		out.ResponseHeaders, out.ResponseBody = nonNilHeaders(d.ResponseHeaders), &d.ResponseBody
-	}
 	return out
+}
+
+func deliveryFullOut(d *models.WebhookDelivery) deliveryFullJSON {
+	return deliveryFullJSON{
+		deliveryJSON:   deliveryOut(d),
+		RequestHeaders: nonNilHeaders(d.RequestHeaders), RequestBody: d.RequestBody,
+		ResponseHeaders: nonNilHeaders(d.ResponseHeaders), ResponseBody: d.ResponseBody,
+	}
 }
 
 func nonNilHeaders(h models.Headers) map[string][]string {
@@ -253,7 +270,7 @@ func (s *Server) adminListDeliveries(c *gin.Context) {
 	}
 	out := list[deliveryJSON]{Data: make([]deliveryJSON, len(ds)), Total: total, Page: page.Page, Limit: page.Limit}
 	for i := range ds {
-		out.Data[i] = deliveryOut(&ds[i], false)
+		out.Data[i] = deliveryOut(&ds[i])
 	}
 	c.JSON(http.StatusOK, out)
 }
@@ -264,7 +281,7 @@ func (s *Server) adminGetDelivery(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, deliveryOut(d, true))
+	c.JSON(http.StatusOK, deliveryFullOut(d))
 }
 
 // adminReplayDelivery sends the attempt's event to its endpoint again as a
