@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,27 @@ type envOption func(*api.Deps)
 
 // withLimiter replaces the in-process limiter.
 func withLimiter(l api.Limiter) envOption { return func(d *api.Deps) { d.Limiter = l } }
+
+// withCheckURL replaces the subscription-time URL check (nil: none, so
+// every webhook URL is refused).
+func withCheckURL(f func(ctx context.Context, rawURL string) error) envOption {
+	return func(d *api.Deps) { d.CheckURL = f }
+}
+
+// withReplayer gives the server a replayer; without one, replay answers 503.
+func withReplayer(r api.Replayer) envOption { return func(d *api.Deps) { d.Replayer = r } }
+
+// blockedHost is the one host the tests' default URL check refuses.
+const blockedHost = "blocked.invalid"
+
+// checkURLOffline stands in for the egress guard, which resolves names:
+// tests must not need the network, so it refuses only blockedHost.
+func checkURLOffline(_ context.Context, rawURL string) error {
+	if u, err := url.Parse(rawURL); err == nil && u.Hostname() == blockedHost {
+		return models.Errorf(models.KindInvalidURL, "%s is on a blocked network", u.Hostname())
+	}
+	return nil
+}
 
 // forEachDB runs f as a subtest on SQLite and on PostgreSQL.
 func forEachDB(t *testing.T, f func(t *testing.T, d models.Dialect)) {
@@ -69,7 +91,8 @@ func newEnvOn(t *testing.T, store *models.Store, opts ...envOption) *env {
 	deps := api.Deps{
 		Store: store, Limiter: ratelimit.NewMemory(nil), Logs: e.logs, Registry: prometheus.NewRegistry(),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), DefaultRateLimit: 600,
-		Ready: []api.Check{{Name: "database", Check: store.Ping}},
+		Ready:    []api.Check{{Name: "database", Check: store.Ping}},
+		CheckURL: checkURLOffline,
 	}
 	for _, o := range opts {
 		o(&deps)
