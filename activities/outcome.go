@@ -1,0 +1,205 @@
+package activities
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"code.dny.dev/ssrf"
+
+	"github.com/recordhub/recordhub/models"
+)
+
+// Types of the Temporal application errors Attempt returns. The
+// non-retryable ones are marked so on the error itself; a workflow need not
+// list them in its retry policy, though doing so is harmless.
+const (
+	// ErrTypeBlockedDestination: the URL or an address it resolved to is
+	// blocked (SPEC §6, SSRF). Not retryable.
+	ErrTypeBlockedDestination = "BlockedDestination"
+	// ErrTypeEndpointGone: the endpoint was deleted. Not retryable.
+	ErrTypeEndpointGone = "EndpointGone"
+	// ErrTypeEndpointDisabled: the endpoint is disabled. Not retryable.
+	ErrTypeEndpointDisabled = "EndpointDisabled"
+	// ErrTypeEventGone: the event no longer exists. Not retryable.
+	ErrTypeEventGone = "EventGone"
+	// ErrTypeDeliveryFailed: the receiver did not answer 2xx in time, or
+	// could not be reached. Retryable; the details hold the AttemptOutput.
+	ErrTypeDeliveryFailed = "DeliveryFailed"
+	// ErrTypeStore: the store failed, reading the endpoint or event or
+	// writing the attempt's row. Retryable.
+	ErrTypeStore = "StoreFailed"
+)
+
+// Delivery error codes that models does not define (yet); they are stored
+// in WebhookDelivery.Error like the models.DeliveryErr* codes.
+const (
+	// DeliveryErrEventGone: the event was not found.
+	DeliveryErrEventGone = "event_gone"
+	// DeliveryErrCanceled: the attempt was canceled (worker shutdown,
+	// workflow canceled) before it finished.
+	DeliveryErrCanceled = "canceled"
+	// DeliveryErrInternal: the store could not be read or a secret could
+	// not be opened; the cause is in the worker's logs, not in the row.
+	DeliveryErrInternal = "internal"
+)
+
+var (
+	errEndpointGone     = errors.New("the endpoint was deleted")
+	errEndpointDisabled = errors.New("the endpoint is disabled")
+	errEventGone        = errors.New("the event no longer exists")
+)
+
+// statusError is a response outside 2xx.
+type statusError struct{ code int }
+
+func (e *statusError) Error() string {
+	if e.code >= 300 && e.code < 400 {
+		return fmt.Sprintf("the receiver answered %d %s; redirects are not followed", e.code, http.StatusText(e.code))
+	}
+	return fmt.Sprintf("the receiver answered %d %s", e.code, http.StatusText(e.code))
+}
+
+// internalError hides a store failure's text from the row, which tenants
+// read; the cause goes to Temporal's history and the worker's log.
+type internalError struct {
+	what string
+	err  error
+}
+
+func (e *internalError) Error() string { return e.what + ": " + e.err.Error() }
+func (e *internalError) Unwrap() error { return e.err }
+
+// failure is what went wrong with an attempt.
+type failure struct {
+	code    string
+	message string
+	errType string
+	// retry: Temporal tries again, within the workflow's retry policy.
+	retry bool
+	// cause is the error classified; it goes to Temporal's history (for
+	// operators) and never into the row (which tenants read).
+	cause error
+}
+
+// classify is the one place where an attempt's error becomes a delivery
+// error code, a message for the row and a Temporal error type. timedOut
+// reports that the attempt's own deadline passed; tlsErr is the TLS
+// handshake's failure, seen through httptrace.
+func classify(err error, timeout time.Duration, timedOut bool, tlsErr error) failure {
+	f := classifyCause(err, timeout, timedOut, tlsErr)
+	f.cause = err
+	return f
+}
+
+func classifyCause(err error, timeout time.Duration, timedOut bool, tlsErr error) failure {
+	var (
+		blocked  *blockedError
+		status   *statusError
+		internal *internalError
+		dnsErr   *net.DNSError
+		netErr   net.Error
+	)
+	switch {
+	case errors.As(err, &blocked):
+		return failure{code: models.DeliveryErrBlockedDestination, message: blocked.Error(), errType: ErrTypeBlockedDestination}
+	case errors.Is(err, ssrf.ErrProhibitedIP), errors.Is(err, ssrf.ErrProhibitedNetwork), errors.Is(err, ssrf.ErrProhibitedPort):
+		return failure{code: models.DeliveryErrBlockedDestination, message: "blocked destination", errType: ErrTypeBlockedDestination}
+	case errors.Is(err, errEndpointGone):
+		return failure{code: models.DeliveryErrEndpointGone, message: err.Error(), errType: ErrTypeEndpointGone}
+	case errors.Is(err, errEndpointDisabled):
+		return failure{code: models.DeliveryErrEndpointDisabled, message: err.Error(), errType: ErrTypeEndpointDisabled}
+	case errors.Is(err, errEventGone):
+		return failure{code: DeliveryErrEventGone, message: err.Error(), errType: ErrTypeEventGone}
+	case errors.As(err, &internal):
+		return failure{code: DeliveryErrInternal, message: "recordhub could not " + internal.what + "; the attempt will be retried", errType: ErrTypeStore, retry: true}
+	case errors.As(err, &status):
+		return failure{code: models.DeliveryErrHTTPStatus, message: status.Error(), errType: ErrTypeDeliveryFailed, retry: true}
+	case timedOut, errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return failure{code: models.DeliveryErrTimeout, message: "no response within " + timeout.String(), errType: ErrTypeDeliveryFailed, retry: true}
+	case errors.Is(err, context.Canceled):
+		return failure{code: DeliveryErrCanceled, message: "the attempt was canceled", errType: ErrTypeDeliveryFailed, retry: true}
+	case errors.As(err, &dnsErr):
+		// Not dnsErr.Error(): it names the resolver, which is ours, not the tenant's.
+		return failure{code: models.DeliveryErrDNS, message: fmt.Sprintf("could not resolve %s: %s", dnsErr.Name, dnsErr.Err), errType: ErrTypeDeliveryFailed, retry: true}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return failure{code: models.DeliveryErrConnectionRefused, message: "connection refused", errType: ErrTypeDeliveryFailed, retry: true}
+	case tlsErr != nil || isTLSError(err):
+		cause := tlsErr
+		if cause == nil {
+			cause = err
+		}
+		return failure{code: models.DeliveryErrTLS, message: "TLS handshake failed: " + innermost(cause), errType: ErrTypeDeliveryFailed, retry: true}
+	default:
+		return failure{code: models.DeliveryErrConnection, message: connectionMessage(err), errType: ErrTypeDeliveryFailed, retry: true}
+	}
+}
+
+func isTLSError(err error) bool {
+	var (
+		rec     tls.RecordHeaderError
+		alert   tls.AlertError
+		verify  *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+	)
+	return errors.As(err, &rec) || errors.As(err, &alert) || errors.As(err, &verify) ||
+		errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid)
+}
+
+// connectionMessage describes a connection that failed after it was made,
+// without the worker's own address that net.OpError carries.
+func connectionMessage(err error) string {
+	var op *net.OpError
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the receiver closed the connection without a complete answer"
+	case errors.As(err, &op):
+		return "connection failed: " + op.Err.Error()
+	}
+	return innermost(err)
+}
+
+// innermost drops the "Post \"url\": dial tcp ...:" prefixes that repeat
+// what the row already says.
+func innermost(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		if _, ok := err.(*net.OpError); ok {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+// maxMessage bounds a stored error message.
+const maxMessage = 500
+
+// storable returns s as valid UTF-8 without NUL bytes, at most n bytes long
+// and cut on a character boundary: PostgreSQL's text refuses the rest, and a
+// refused row would fail the attempt after the receiver got the event.
+func storable(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
