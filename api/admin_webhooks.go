@@ -123,14 +123,7 @@ func (s *Server) adminUpdateEndpoint(c *gin.Context) {
 	if !s.readJSON(c, &in, false) {
 		return
 	}
-	// Only a URL the change sets is checked: the stored one passed at its
-	// time, every attempt checks again when it dials, and an endpoint whose
-	// destination has since become refused must still be switchable off.
-	check := s.checkURL
-	if in.URL == nil {
-		check = func(context.Context, string) error { return nil }
-	}
-	e, err := s.store.UpdateEndpoint(c.Request.Context(), tenantOf(c), c.Param("id"), in.model(), check)
+	e, err := s.store.UpdateEndpoint(c.Request.Context(), tenantOf(c), c.Param("id"), in.model(), s.checkURL)
 	if err != nil {
 		s.fail(c, err)
 		return

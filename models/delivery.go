@@ -5,7 +5,9 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
@@ -87,9 +89,7 @@ func (s *Store) InsertDelivery(ctx context.Context, d *WebhookDelivery) error {
 	if d.ID == "" {
 		d.ID = NewID(PrefixDelivery)
 	}
-	if len(d.ResponseBody) > MaxResponseBody {
-		d.ResponseBody = d.ResponseBody[:MaxResponseBody]
-	}
+	d.ResponseBody = storableText(d.ResponseBody, MaxResponseBody)
 	err := s.write(ctx, func(tx *gorm.DB) error { return tx.Create(d).Error })
 	if err != nil {
 		return fmt.Errorf("insert delivery: %w", err)
@@ -168,4 +168,19 @@ func (s *Store) NextReplay(ctx context.Context, eventID, endpointID string, work
 		return 0, "", err
 	}
 	return n, id, nil
+}
+
+// storableText cuts s to at most max bytes on a character boundary and
+// makes it text every database takes: valid UTF-8, without NUL (which
+// PostgreSQL refuses in text).
+func storableText(s string, max int) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
