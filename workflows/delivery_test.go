@@ -1,0 +1,319 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/mock"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/recordhub/recordhub/activities"
+)
+
+// attemptFunc plays the attempt activity: it answers attempt n (from 1).
+type attemptFunc func(n int) (activities.AttemptOutput, error)
+
+// failing answers like the real activity when the receiver answers 500.
+func failing(n int) (activities.AttemptOutput, error) {
+	out := activities.AttemptOutput{DeliveryID: fmt.Sprintf("whd_%d", n), Attempt: n, StatusCode: 500, Error: "http_status"}
+	return out, temporal.NewApplicationError("the receiver answered 500 Internal Server Error", activities.ErrTypeDeliveryFailed, out)
+}
+
+// succeedingAt fails until attempt k, which the receiver accepts.
+func succeedingAt(k int) attemptFunc {
+	return func(n int) (activities.AttemptOutput, error) {
+		if n < k {
+			return failing(n)
+		}
+		return activities.AttemptOutput{DeliveryID: fmt.Sprintf("whd_%d", n), Attempt: n, StatusCode: 204}, nil
+	}
+}
+
+// refusing returns an error of type errType that the error itself does not
+// mark non-retryable: only the workflow's retry policy can stop it.
+func refusing(errType string) attemptFunc {
+	return func(n int) (activities.AttemptOutput, error) {
+		out := activities.AttemptOutput{DeliveryID: fmt.Sprintf("whd_%d", n), Attempt: n, Error: errType}
+		return out, temporal.NewApplicationError("refused", errType, out)
+	}
+}
+
+// rowLost fails without details, as when the attempt's row could not be written.
+func rowLost(int) (activities.AttemptOutput, error) {
+	return activities.AttemptOutput{}, temporal.NewApplicationError("record delivery attempt: database is down", activities.ErrTypeStore)
+}
+
+// run is one delivery in the time-skipping test environment.
+type run struct {
+	// starts are the attempts' start times, from the workflow's start.
+	starts []time.Duration
+	infos  []activity.Info
+	out    DeliveryOutput
+	err    error
+	// failure is the DeliveryOutput in a failed workflow's error details.
+	failure DeliveryOutput
+}
+
+// runDelivery runs the Delivery workflow with in, registered as the worker
+// registers it, the real activity's Attempt replaced by attempt.
+func runDelivery(t *testing.T, in DeliveryInput, attempt attemptFunc) run {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(testLogger(t))
+	env := s.NewTestWorkflowEnvironment()
+	Register(env, &activities.Deliverer{})
+	var r run
+	env.OnActivity("Attempt", mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, got activities.AttemptInput) (activities.AttemptOutput, error) {
+			want := activities.AttemptInput{TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID, ReplayOf: in.ReplayOf}
+			if got != want {
+				t.Errorf("activity input %+v, want %+v", got, want)
+			}
+			return attempt(int(activity.GetInfo(ctx).Attempt))
+		})
+	start := env.Now()
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		r.starts = append(r.starts, env.Now().Sub(start))
+		r.infos = append(r.infos, *info)
+	})
+	env.ExecuteWorkflow(Delivery, in)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	if r.err = env.GetWorkflowError(); r.err == nil {
+		if err := env.GetWorkflowResult(&r.out); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var appErr *temporal.ApplicationError
+	if !errors.As(r.err, &appErr) || appErr.Type() != DeliveryFailedErrorType {
+		t.Fatalf("workflow error %v, want an application error of type %s", r.err, DeliveryFailedErrorType)
+	}
+	if err := appErr.Details(&r.failure); err != nil {
+		t.Fatalf("details of %v: %v", r.err, err)
+	}
+	return r
+}
+
+// testLogger shows the SDK's warnings and errors with a failed test's output.
+func testLogger(t *testing.T) log.Logger {
+	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+func seconds(s ...int) []time.Duration {
+	out := make([]time.Duration, len(s))
+	for i, v := range s {
+		out[i] = time.Duration(v) * time.Second
+	}
+	return out
+}
+
+func testInput(retryMax int, p RetryPolicy) DeliveryInput {
+	return DeliveryInput{
+		TenantID: "ten_1", EventID: "evt_1", EventType: "record_created", EndpointID: "whe_1",
+		ModuleID: "mod_1", RecordID: "rec_1", RetryMax: retryMax, Policy: p,
+	}
+}
+
+// TestDeliverySchedule observes the retry schedule of SPEC §6 under time
+// skipping: attempts at 0, 60, 180, 420, 900 s for the default retry_max 5,
+// later gaps capped at 960 s, and the schedule of the configuration when it
+// sets one.
+func TestDeliverySchedule(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		retryMax int
+		policy   RetryPolicy
+		attempt  attemptFunc
+		want     []time.Duration
+		// wantOut is the result, or the failure's details.
+		wantOut DeliveryOutput
+	}{
+		{
+			name: "retry_max 5 fails after five attempts", retryMax: 5, policy: DefaultRetryPolicy(), attempt: failing,
+			want:    seconds(0, 60, 180, 420, 900),
+			wantOut: DeliveryOutput{Attempts: 5, DeliveryID: "whd_5", StatusCode: 500, Error: "http_status"},
+		},
+		{
+			name: "retry_max 8 goes on every 960 s", retryMax: 8, policy: DefaultRetryPolicy(), attempt: failing,
+			want:    seconds(0, 60, 180, 420, 900, 1860, 2820, 3780),
+			wantOut: DeliveryOutput{Attempts: 8, DeliveryID: "whd_8", StatusCode: 500, Error: "http_status"},
+		},
+		{
+			name: "retry_max 1 makes one attempt", retryMax: 1, policy: DefaultRetryPolicy(), attempt: failing,
+			want:    seconds(0),
+			wantOut: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 500, Error: "http_status"},
+		},
+		{
+			name: "success on the third attempt stops there", retryMax: 5, policy: DefaultRetryPolicy(), attempt: succeedingAt(3),
+			want:    seconds(0, 60, 180),
+			wantOut: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 204, Succeeded: true},
+		},
+		{
+			name: "success at once", retryMax: 5, policy: DefaultRetryPolicy(), attempt: succeedingAt(1),
+			want:    seconds(0),
+			wantOut: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true},
+		},
+		{
+			name: "a zero policy is the default one", retryMax: 3, policy: RetryPolicy{}, attempt: failing,
+			want:    seconds(0, 60, 180),
+			wantOut: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 500, Error: "http_status"},
+		},
+		{
+			name: "retry_max 0 is the default 5, not unlimited", retryMax: 0, policy: DefaultRetryPolicy(), attempt: failing,
+			want:    seconds(0, 60, 180, 420, 900),
+			wantOut: DeliveryOutput{Attempts: 5, DeliveryID: "whd_5", StatusCode: 500, Error: "http_status"},
+		},
+		{
+			name: "the configured schedule", retryMax: 6, policy: RetryPolicy{Initial: 10 * time.Second, MaxInterval: 40 * time.Second, AttemptTimeout: 5 * time.Second}, attempt: failing,
+			want:    seconds(0, 10, 30, 70, 110, 150),
+			wantOut: DeliveryOutput{Attempts: 6, DeliveryID: "whd_6", StatusCode: 500, Error: "http_status"},
+		},
+		{
+			// The test environment reports no retry state, so the number of
+			// attempts is unknown here; TestLastAttempt covers a server's.
+			name: "attempts whose rows were lost are retried", retryMax: 2, policy: DefaultRetryPolicy(), attempt: rowLost,
+			want:    seconds(0, 60),
+			wantOut: DeliveryOutput{},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := runDelivery(t, testInput(c.retryMax, c.policy), c.attempt)
+			if diff := cmp.Diff(c.want, r.starts); diff != "" {
+				t.Errorf("attempt start times (-want +got):\n%s", diff)
+			}
+			got := r.out
+			if r.err != nil {
+				got = r.failure
+			}
+			if diff := cmp.Diff(c.wantOut, got); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+			if c.wantOut.Succeeded != (r.err == nil) {
+				t.Errorf("workflow error %v, want success %v", r.err, c.wantOut.Succeeded)
+			}
+			for i, info := range r.infos {
+				if int(info.Attempt) != i+1 {
+					t.Errorf("activity start %d has attempt %d", i+1, info.Attempt)
+				}
+			}
+		})
+	}
+}
+
+// TestDeliveryNonRetryable: a blocked destination, a deleted or disabled
+// endpoint and a vanished event end the delivery after one attempt, even
+// when the activity's error does not say so itself.
+func TestDeliveryNonRetryable(t *testing.T) {
+	for _, typ := range NonRetryableErrorTypes() {
+		t.Run(typ, func(t *testing.T) {
+			r := runDelivery(t, testInput(5, DefaultRetryPolicy()), refusing(typ))
+			if diff := cmp.Diff(seconds(0), r.starts); diff != "" {
+				t.Errorf("attempt start times (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", Error: typ}, r.failure); diff != "" {
+				t.Errorf("failure details (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if !slices.Contains(NonRetryableErrorTypes(), activities.ErrTypeBlockedDestination) {
+		t.Error("a blocked destination must not be retried")
+	}
+}
+
+// TestDeliveryActivityOptions: each attempt may run its whole timeout and
+// still write its row before Temporal gives up on it.
+func TestDeliveryActivityOptions(t *testing.T) {
+	for _, p := range []RetryPolicy{DefaultRetryPolicy(), {AttemptTimeout: 5 * time.Second}, {}} {
+		in := testInput(5, p)
+		o := activityOptions(in)
+		timeout := p.withDefaults().AttemptTimeout
+		if o.StartToCloseTimeout < timeout+10*time.Second {
+			t.Errorf("policy %+v: StartToCloseTimeout %s leaves less than 10 s beyond the attempt timeout %s for the row", p, o.StartToCloseTimeout, timeout)
+		}
+		if o.StartToCloseTimeout > timeout+time.Minute {
+			t.Errorf("policy %+v: StartToCloseTimeout %s: a lost worker's attempt would wait too long", p, o.StartToCloseTimeout)
+		}
+		if o.TaskQueue != TaskQueue || o.ScheduleToCloseTimeout != 0 || o.ScheduleToStartTimeout != 0 {
+			t.Errorf("policy %+v: options %+v", p, o)
+		}
+	}
+	want := &temporal.RetryPolicy{
+		InitialInterval: 60 * time.Second, BackoffCoefficient: 2, MaximumInterval: 960 * time.Second, MaximumAttempts: 7,
+		NonRetryableErrorTypes: []string{activities.ErrTypeBlockedDestination, activities.ErrTypeEndpointGone, activities.ErrTypeEndpointDisabled, activities.ErrTypeEventGone},
+	}
+	if diff := cmp.Diff(want, activityOptions(testInput(7, DefaultRetryPolicy())).RetryPolicy); diff != "" {
+		t.Errorf("retry policy (-want +got):\n%s", diff)
+	}
+
+	// What the activity sees.
+	r := runDelivery(t, testInput(5, DefaultRetryPolicy()), succeedingAt(1))
+	if len(r.infos) != 1 {
+		t.Fatalf("%d attempts", len(r.infos))
+	}
+	if got, want := r.infos[0].StartToCloseTimeout, DefaultAttemptTimeout+rowMargin; got != want {
+		t.Errorf("activity's StartToCloseTimeout %s, want %s", got, want)
+	}
+	if got := r.infos[0].TaskQueue; got != TaskQueue {
+		t.Errorf("activity's task queue %q, want %q", got, TaskQueue)
+	}
+}
+
+// TestLastAttempt: a failed delivery reports its last attempt from the
+// activity's error details, and without them (the row was not written) the
+// number of attempts from the retry state a server reports.
+func TestLastAttempt(t *testing.T) {
+	fc := temporal.GetDefaultFailureConverter()
+	activityFailure := func(state enumspb.RetryState, cause error) error {
+		return fc.FailureToError(&failurepb.Failure{
+			Message: "activity error",
+			Cause:   fc.ErrorToFailure(cause),
+			FailureInfo: &failurepb.Failure_ActivityFailureInfo{ActivityFailureInfo: &failurepb.ActivityFailureInfo{
+				ActivityType: &commonpb.ActivityType{Name: "Attempt"}, RetryState: state,
+			}},
+		})
+	}
+	_, withDetails := failing(4)
+	_, noDetails := rowLost(4)
+	for _, c := range []struct {
+		name string
+		err  error
+		want DeliveryOutput
+	}{
+		{"details", activityFailure(enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED, withDetails), DeliveryOutput{Attempts: 4, DeliveryID: "whd_4", StatusCode: 500, Error: "http_status"}},
+		{"no details, attempts used up", activityFailure(enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED, noDetails), DeliveryOutput{Attempts: 7}},
+		{"no details, stopped otherwise", activityFailure(enumspb.RETRY_STATE_NON_RETRYABLE_FAILURE, noDetails), DeliveryOutput{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if diff := cmp.Diff(c.want, lastAttempt(testInput(7, DefaultRetryPolicy()), c.err)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWorkflowIDs(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{WorkflowID("evt_1", "whe_2"), "webhook-delivery/evt_1/whe_2"},
+		{ReplayWorkflowID("evt_1", "whe_2", 1), "webhook-delivery/evt_1/whe_2/replay-1"},
+		{ReplayWorkflowID("evt_1", "whe_2", 12), "webhook-delivery/evt_1/whe_2/replay-12"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
+)
+
+// fixture is a migrated store with a tenant, a module and two endpoints:
+// one subscribed to record_created, one only to record_deleted.
+type fixture struct {
+	store      *models.Store
+	tenantID   string
+	module     *models.Module
+	subscribed *models.WebhookEndpoint
+	other      *models.WebhookEndpoint
+}
+
+func newFixture(t *testing.T, d models.Dialect) *fixture {
+	t.Helper()
+	ctx := t.Context()
+	s := storetest.Open(t, d)
+	tenant, _, _, err := s.CreateTenant(ctx, "t", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slug, name := "things", "Things"
+	fields := []models.Field{{Name: "title", Type: models.TypeString}}
+	m, err := s.CreateModule(ctx, tenant.ID, models.ModuleInput{Slug: &slug, Name: &name, Fields: &fields})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{store: s, tenantID: tenant.ID, module: m}
+	f.subscribed = f.endpoint(t, 7, models.EventRecordCreated)
+	f.other = f.endpoint(t, 5, models.EventRecordDeleted)
+	return f
+}
+
+// endpoint creates an endpoint subscribed to events, on every module.
+func (f *fixture) endpoint(t *testing.T, retryMax int, events ...string) *models.WebhookEndpoint {
+	t.Helper()
+	u := "https://receiver.example/hook"
+	ep, _, err := f.store.CreateEndpoint(t.Context(), f.tenantID, models.EndpointInput{URL: &u, Events: &events, RetryMax: &retryMax},
+		func(context.Context, string) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+// record creates a record, which writes a record_created event, and
+// returns the event.
+func (f *fixture) record(t *testing.T) *models.Event {
+	t.Helper()
+	before := f.pending(t)
+	if _, err := f.store.CreateRecord(t.Context(), f.module, map[string]any{"title": "x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	after := f.pending(t)
+	if len(after) != len(before)+1 {
+		t.Fatalf("%d pending events after a creation, want %d", len(after), len(before)+1)
+	}
+	ev := after[len(after)-1]
+	return &ev
+}
+
+func (f *fixture) pending(t *testing.T) []models.Event {
+	t.Helper()
+	evs, err := f.store.PendingEvents(t.Context(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// start is one ExecuteWorkflow call.
+type start struct {
+	opts client.StartWorkflowOptions
+	in   DeliveryInput
+	err  error
+}
+
+// fakeStarter plays Temporal's side of a start: an id that was started
+// once is refused as already started, as REJECT_DUPLICATE and FAIL do.
+type fakeStarter struct {
+	mu      sync.Mutex
+	calls   []start
+	started map[string]bool
+	// fail, when set, makes the start of an id fail with what it returns.
+	fail func(id string) error
+}
+
+func newFakeStarter() *fakeStarter { return &fakeStarter{started: map[string]bool{}} }
+
+func (f *fakeStarter) ExecuteWorkflow(ctx context.Context, opts client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := start{opts: opts}
+	if reflect.ValueOf(wf).Pointer() != reflect.ValueOf(Delivery).Pointer() {
+		c.err = fmt.Errorf("workflow %v is not Delivery", wf)
+	} else if len(args) != 1 {
+		c.err = fmt.Errorf("%d workflow arguments", len(args))
+	} else if in, ok := args[0].(DeliveryInput); !ok {
+		c.err = fmt.Errorf("workflow argument %T", args[0])
+	} else {
+		c.in = in
+	}
+	switch {
+	case c.err != nil:
+	case ctx.Err() != nil:
+		c.err = ctx.Err()
+	case f.fail != nil && f.fail(opts.ID) != nil:
+		c.err = f.fail(opts.ID)
+	case f.started[opts.ID]:
+		c.err = serviceerror.NewWorkflowExecutionAlreadyStarted("workflow execution already started", "", "run-"+opts.ID)
+	default:
+		f.started[opts.ID] = true
+	}
+	f.calls = append(f.calls, c)
+	if c.err != nil {
+		return nil, c.err
+	}
+	return fakeRun{id: opts.ID, runID: "run-" + opts.ID}, nil
+}
+
+// starts returns the calls that started a workflow.
+func (f *fakeStarter) starts() []start {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []start
+	for _, c := range f.calls {
+		if c.err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (f *fakeStarter) numCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls)
+}
+
+func (f *fakeStarter) setFail(fail func(id string) error) {
+	f.mu.Lock()
+	f.fail = fail
+	f.mu.Unlock()
+}
+
+type fakeRun struct {
+	client.WorkflowRun
+	id, runID string
+}
+
+func (r fakeRun) GetID() string    { return r.id }
+func (r fakeRun) GetRunID() string { return r.runID }
+
+var errUnavailable = serviceerror.NewUnavailable("connection refused")
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

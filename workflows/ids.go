@@ -1,0 +1,41 @@
+// Package workflows delivers outbound webhooks with Temporal: the delivery
+// workflow with its typed input and output, the workflow ids derived from
+// business keys, the task queue, the retry policy and the search attributes
+// operators filter on, and the client side that starts deliveries: the
+// outbox dispatcher and replays (SPEC §6).
+//
+// The workflow never touches the database, the network, the clock or
+// randomness: it passes ids to the attempt activity of package activities,
+// which reads the event and endpoint and writes one webhook_deliveries row
+// per attempt.
+package workflows
+
+import (
+	"strconv"
+	"strings"
+)
+
+// TaskQueue is the task queue of delivery workflows and their activities.
+const TaskQueue = "recordhub-webhooks"
+
+// workflowIDPrefix starts every delivery workflow id.
+const workflowIDPrefix = "webhook-delivery/"
+
+// WorkflowID is the id of the delivery of an event to an endpoint. It is
+// derived from the pair alone, so that starting it again (after a crash
+// between the start and the outbox's bookkeeping, or from a second
+// dispatcher) is refused instead of sending twice.
+func WorkflowID(eventID, endpointID string) string {
+	return workflowIDPrefix + eventID + "/" + endpointID
+}
+
+// ReplayWorkflowID is the id of the n-th replay (n ≥ 1) of an event to an
+// endpoint; n comes from models.Store.NextReplay.
+func ReplayWorkflowID(eventID, endpointID string, n int) string {
+	return WorkflowID(eventID, endpointID) + "/replay-" + strconv.Itoa(n)
+}
+
+// validID reports whether an event or endpoint id can be part of a workflow
+// id without making two pairs share one: ids are generated with a prefix
+// and never contain a slash.
+func validID(id string) bool { return id != "" && !strings.Contains(id, "/") }

@@ -1,0 +1,14 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/worker"
+
+	"github.com/recordhub/recordhub/activities"
+)
+
+// Register registers the Delivery workflow and d's activities (Attempt)
+// with a worker polling TaskQueue.
+func Register(w worker.Registry, d *activities.Deliverer) {
+	w.RegisterWorkflow(Delivery)
+	w.RegisterActivity(d)
+}

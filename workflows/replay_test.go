@@ -1,0 +1,88 @@
+package workflows
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
+)
+
+// TestReplay: each replay is a new execution, replay-1, replay-2, …, of the
+// same event to the same endpoint, whose attempts carry replay_of.
+func TestReplay(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			f := newFixture(t, d)
+			ev := f.record(t)
+			row := &models.WebhookDelivery{
+				TenantID: f.tenantID, EventID: ev.ID, EventType: ev.Type, EndpointID: f.subscribed.ID,
+				WorkflowID: WorkflowID(ev.ID, f.subscribed.ID), RunID: "run-1", Attempt: 5,
+				RequestHeaders: models.Headers{}, ResponseHeaders: models.Headers{},
+				StartedAt: time.Now(), FinishedAt: time.Now(), Error: models.DeliveryErrHTTPStatus,
+			}
+			if err := f.store.InsertDelivery(ctx, row); err != nil {
+				t.Fatal(err)
+			}
+			starter := newFakeStarter()
+			for n, want := range []string{
+				WorkflowID(ev.ID, f.subscribed.ID) + "/replay-1",
+				WorkflowID(ev.ID, f.subscribed.ID) + "/replay-2",
+			} {
+				wid, rid, err := Replay(ctx, starter, f.store, row, f.subscribed, ev, testPolicy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if wid != want || rid != "run-"+want {
+					t.Errorf("replay %d: %s, %s; want %s", n+1, wid, rid, want)
+				}
+			}
+			starts := starter.starts()
+			if len(starts) != 2 {
+				t.Fatalf("%d starts, want 2", len(starts))
+			}
+			for _, s := range starts {
+				want := DeliveryInput{
+					TenantID: f.tenantID, EventID: ev.ID, EventType: ev.Type, EndpointID: f.subscribed.ID,
+					ModuleID: f.module.ID, RecordID: ev.RecordID, ReplayOf: row.ID, RetryMax: 7, Policy: testPolicy,
+				}
+				if diff := cmp.Diff(want, s.in); diff != "" {
+					t.Errorf("replay input (-want +got):\n%s", diff)
+				}
+				o := s.opts
+				if o.TaskQueue != TaskQueue || o.WorkflowIDReusePolicy != enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE ||
+					o.WorkflowIDConflictPolicy != enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL || !o.EnableEagerStart {
+					t.Errorf("replay start options %+v", o)
+				}
+				if v, ok := o.TypedSearchAttributes.GetKeyword(EndpointAttr); !ok || v != f.subscribed.ID {
+					t.Errorf("replay's %s = %q", EndpointAttr.GetName(), v)
+				}
+			}
+
+			// A failed start uses up its number; the next replay goes on.
+			starter.setFail(func(string) error { return errUnavailable })
+			if _, _, err := Replay(ctx, starter, f.store, row, f.subscribed, ev, testPolicy); !errors.Is(err, errUnavailable) {
+				t.Fatalf("got %v, want the start's error", err)
+			}
+			starter.setFail(nil)
+			wid, _, err := Replay(ctx, starter, f.store, row, f.subscribed, ev, testPolicy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := ReplayWorkflowID(ev.ID, f.subscribed.ID, 4); wid != want {
+				t.Errorf("replay after a failed one: %s, want %s", wid, want)
+			}
+
+			// The delivery's own event and endpoint only.
+			if _, _, err := Replay(ctx, starter, f.store, row, f.other, ev, testPolicy); err == nil {
+				t.Error("replay to another endpoint than the delivery's was started")
+			}
+		})
+	}
+}

@@ -1,0 +1,56 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/recordhub/recordhub/models"
+)
+
+// Starter starts workflow executions; client.Client is one.
+type Starter interface {
+	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+}
+
+var _ Starter = client.Client(nil)
+
+// deliveryInput returns the input that delivers ev to ep.
+func deliveryInput(ev *models.Event, ep *models.WebhookEndpoint, policy RetryPolicy, replayOf string) (DeliveryInput, error) {
+	if !validID(ev.ID) || !validID(ep.ID) {
+		return DeliveryInput{}, fmt.Errorf("event id %q or endpoint id %q cannot name a workflow", ev.ID, ep.ID)
+	}
+	if ev.TenantID != ep.TenantID {
+		return DeliveryInput{}, fmt.Errorf("event %s and endpoint %s belong to different tenants", ev.ID, ep.ID)
+	}
+	return DeliveryInput{
+		TenantID: ev.TenantID, EventID: ev.ID, EventType: ev.Type, EndpointID: ep.ID,
+		ModuleID: ev.ModuleID, RecordID: ev.RecordID, ReplayOf: replayOf,
+		RetryMax: ep.RetryMax, Policy: policy,
+	}, nil
+}
+
+// startOptions are the options that start the delivery workflow id with
+// input in. An id that was used already, by a running or a closed
+// execution, is refused with *serviceerror.WorkflowExecutionAlreadyStarted:
+// a delivery is never started twice.
+func startOptions(id string, in DeliveryInput) client.StartWorkflowOptions {
+	summary := in.EventType + " " + in.EventID + " to " + in.EndpointID
+	if in.ReplayOf != "" {
+		summary += ", replay of " + in.ReplayOf
+	}
+	return client.StartWorkflowOptions{
+		ID:                                       id,
+		TaskQueue:                                TaskQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		// With a worker in the same process the first workflow task comes
+		// back in the start's response: no round trip through matching.
+		EnableEagerStart:      true,
+		TypedSearchAttributes: searchAttributes(in),
+		StaticSummary:         summary,
+	}
+}
