@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,8 +24,10 @@ import (
 func testConfig(t *testing.T, d models.Dialect) Config {
 	t.Helper()
 	env := map[string]string{
-		"RECORDHUB_HTTP_ADDR": "127.0.0.1:0",
-		"RECORDHUB_DATA_DIR":  t.TempDir(),
+		"RECORDHUB_HTTP_ADDR":        "127.0.0.1:0",
+		"RECORDHUB_DATA_DIR":         t.TempDir(),
+		"RECORDHUB_TEMPORAL_PORT":    fmt.Sprint(freePort(t)),
+		"RECORDHUB_TEMPORAL_UI_ADDR": "",
 	}
 	if d == models.Postgres {
 		env["DATABASE_URL"] = storetest.PostgresURL(t)
@@ -292,4 +296,14 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil || cfg.TemporalUIAddr != "" {
 		t.Errorf("an empty RECORDHUB_TEMPORAL_UI_ADDR must turn the UI off: %q %v", cfg.TemporalUIAddr, err)
 	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/api"
 	"github.com/recordhub/recordhub/api/accesslog"
 	"github.com/recordhub/recordhub/api/ratelimit"
@@ -84,9 +86,23 @@ func run(ctx context.Context, cfg Config, env Env) error {
 	defer stopWatch()
 	go store.WatchChanges(watchCtx, log)
 
+	wh, err := startWebhooks(ctx, cfg, store, reg, log)
+	if err != nil {
+		return err
+	}
+	defer wh.stop()
+	checks = append(checks, api.Check{Name: "temporal", Check: wh.check})
+
+	allow, err := activities.ParseAllowCIDRs(strings.Join(cfg.WebhookAllowCIDRs, ","))
+	if err != nil {
+		return fmt.Errorf("RECORDHUB_WEBHOOK_ALLOW_CIDRS: %w", err)
+	}
 	srv := api.New(api.Deps{
 		Store: store, Limiter: limiter, Logs: logs, Registry: reg, Log: log,
 		DefaultRateLimit: cfg.DefaultRateLimit, Ready: checks,
+		CheckURL: func(ctx context.Context, rawURL string) error { return activities.CheckURL(ctx, rawURL, allow) },
+		Replayer: wh,
+		OpsOnly:  !cfg.runsAPI(),
 	})
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),
@@ -101,7 +117,7 @@ func run(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
-	log.Info("recordhub listening", "addr", ln.Addr().String(), "database", string(store.Dialect()), "redis", cfg.RedisURL != "")
+	log.Info("recordhub listening", "addr", ln.Addr().String(), "role", cfg.Role, "database", string(store.Dialect()), "redis", cfg.RedisURL != "")
 	if env.Listening != nil {
 		env.Listening(ln.Addr().String())
 	}

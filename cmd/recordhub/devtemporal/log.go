@@ -1,0 +1,79 @@
+package devtemporal
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/log/tag"
+)
+
+// serverSlog is the logger the embedded server and its internal clients
+// write to, passing records at min or above. Below warn level the server
+// writes several lines a second even when idle, which would drown
+// recordhub's own log; Stop raises min to error, because while the services
+// shut down one after another the system worker warns about every poll the
+// frontend refuses, for a while even after Stop returns.
+func serverSlog(l *slog.Logger, min *slog.LevelVar) *slog.Logger {
+	return slog.New(minLevelHandler{min: min, next: l.Handler()}).With("component", "temporal")
+}
+
+// benignWarnings are the beginnings of warnings the server logs at every
+// start about features recordhub does not use.
+var benignWarnings = []string{
+	"HTTP API port has not been set. Nexus HTTP endpoints will not be available.",
+}
+
+type minLevelHandler struct {
+	min  *slog.LevelVar
+	next slog.Handler
+}
+
+func (h minLevelHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= h.min.Level() && h.next.Enabled(ctx, level)
+}
+
+func (h minLevelHandler) Handle(ctx context.Context, r slog.Record) error {
+	for _, prefix := range benignWarnings {
+		if strings.HasPrefix(r.Message, prefix) {
+			return nil
+		}
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h minLevelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevelHandler{min: h.min, next: h.next.WithAttrs(attrs)}
+}
+
+func (h minLevelHandler) WithGroup(name string) slog.Handler {
+	return minLevelHandler{min: h.min, next: h.next.WithGroup(name)}
+}
+
+// serverLogger adapts slog to the server's logger interface. Panic and Fatal
+// are logged as errors and return: the server must never end the process it
+// is embedded in.
+type serverLogger struct{ log *slog.Logger }
+
+var _ log.Logger = serverLogger{}
+
+func (l serverLogger) Debug(msg string, tags ...tag.Tag)  { l.emit(slog.LevelDebug, msg, tags) }
+func (l serverLogger) Info(msg string, tags ...tag.Tag)   { l.emit(slog.LevelInfo, msg, tags) }
+func (l serverLogger) Warn(msg string, tags ...tag.Tag)   { l.emit(slog.LevelWarn, msg, tags) }
+func (l serverLogger) Error(msg string, tags ...tag.Tag)  { l.emit(slog.LevelError, msg, tags) }
+func (l serverLogger) DPanic(msg string, tags ...tag.Tag) { l.emit(slog.LevelError, msg, tags) }
+func (l serverLogger) Panic(msg string, tags ...tag.Tag)  { l.emit(slog.LevelError, msg, tags) }
+func (l serverLogger) Fatal(msg string, tags ...tag.Tag)  { l.emit(slog.LevelError, msg, tags) }
+
+func (l serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {
+	ctx := context.Background()
+	if !l.log.Enabled(ctx, level) {
+		return // before converting tags, which is not cheap
+	}
+	attrs := make([]slog.Attr, len(tags))
+	for i, t := range tags {
+		attrs[i] = slog.Any(t.Key(), t.Value())
+	}
+	l.log.LogAttrs(ctx, level, msg, attrs...)
+}

@@ -1,0 +1,67 @@
+package devtemporal
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"syscall"
+)
+
+// reservePort checks that host:port can be listened on, or picks a free port
+// when port is 0, and returns the port. The listener is closed again at once:
+// the server binds it itself moments later, so this narrows, but cannot
+// close, the window in which another process could take it.
+func reservePort(setting, host string, port int) (int, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	got, err := probe(addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return 0, fmt.Errorf("%s %d is in use; set another port", setting, port)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s %d: %w", setting, port, err)
+	}
+	return got, nil
+}
+
+// reserveUIAddr does what reservePort does for the UI's host:port, which
+// matters more there: the UI library ends the process when it cannot listen.
+func reserveUIAddr(addr string) (host string, port int, err error) {
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("RECORDHUB_TEMPORAL_UI_ADDR %q: %w", addr, err)
+	}
+	if _, err := strconv.ParseUint(portText, 10, 16); err != nil {
+		return "", 0, fmt.Errorf("RECORDHUB_TEMPORAL_UI_ADDR %q: port is not a number from 0 to 65535", addr)
+	}
+	port, err = probe(addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return "", 0, fmt.Errorf(`RECORDHUB_TEMPORAL_UI_ADDR %s is in use; set another address or "" to turn the UI off`, addr)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("RECORDHUB_TEMPORAL_UI_ADDR %s: %w", addr, err)
+	}
+	return host, port, nil
+}
+
+// freeLoopbackPort returns a port that was free on 127.0.0.1 a moment ago.
+func freeLoopbackPort() (int, error) {
+	port, err := probe("127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port for temporal: %w", err)
+	}
+	return port, nil
+}
+
+// probe listens on addr, closes the listener and returns the port it got.
+func probe(addr string) (int, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return 0, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		return 0, err
+	}
+	return port, nil
+}

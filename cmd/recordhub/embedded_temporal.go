@@ -1,0 +1,35 @@
+//go:build !noembedtemporal
+
+package main
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/recordhub/recordhub/cmd/recordhub/devtemporal"
+)
+
+// embeddedTemporalBuilt reports whether this binary carries the embedded
+// Temporal server; build with -tags noembedtemporal to leave it out.
+const embeddedTemporalBuilt = true
+
+// startEmbeddedTemporal starts the Temporal dev server in this process and
+// returns its frontend address and how to stop it.
+func startEmbeddedTemporal(ctx context.Context, cfg Config, log *slog.Logger) (string, func() error, error) {
+	srv, err := devtemporal.Start(ctx, devtemporal.Config{
+		DataDir:   filepath.Clean(cfg.DataDir),
+		Port:      cfg.TemporalPort,
+		Namespace: cfg.TemporalNamespace,
+		Retention: cfg.TemporalRetention,
+		UIAddr:    cfg.TemporalUIAddr,
+		Logger:    log,
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	if cfg.TemporalUIAddr != "" {
+		log.Info("embedded Temporal Web UI", "url", srv.UIURL())
+	}
+	return srv.Address(), srv.Stop, nil
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/recordhub/recordhub/activities"
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/workflows"
+)
+
+// version is the release, for User-Agent: recordhub-webhooks/<version>.
+var version = "dev"
+
+// webhooks is the Temporal side of serve: a client for every role; the
+// worker and the outbox dispatcher in worker roles; the embedded server
+// when TEMPORAL_ADDRESS is empty.
+type webhooks struct {
+	client       client.Client
+	store        *models.Store
+	policy       workflows.RetryPolicy
+	worker       worker.Worker
+	stopDispatch context.CancelFunc
+	dispatchDone chan struct{}
+	stopServer   func() error
+}
+
+// startWebhooks connects to (or starts) Temporal, registers the search
+// attributes, and in worker roles starts the worker and the dispatcher.
+func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg prometheus.Registerer, log *slog.Logger) (_ *webhooks, err error) {
+	wh := &webhooks{store: store, policy: workflows.RetryPolicy{
+		Initial: cfg.WebhookRetryInitial, MaxInterval: cfg.WebhookRetryMaxInterval, AttemptTimeout: cfg.WebhookTimeout,
+	}}
+	defer func() {
+		if err != nil {
+			wh.stop()
+		}
+	}()
+	addr := cfg.TemporalAddress
+	if addr == "" {
+		if addr, wh.stopServer, err = startEmbeddedTemporal(ctx, cfg, log); err != nil {
+			return nil, fmt.Errorf("embedded temporal: %w", err)
+		}
+		log.Info("embedded Temporal server", "address", addr, "namespace", cfg.TemporalNamespace)
+	}
+	// The SDK logs every retry of every poll; warnings and errors suffice.
+	sdkLog := slog.New(levelFilter{log.Handler(), slog.LevelWarn})
+	wh.client, err = client.DialContext(ctx, client.Options{
+		HostPort: addr, Namespace: cfg.TemporalNamespace, Logger: sdklog.NewStructuredLogger(sdkLog),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to temporal at %s: %w", addr, err)
+	}
+	if err := workflows.RegisterSearchAttributes(ctx, wh.client, cfg.TemporalNamespace); err != nil {
+		return nil, fmt.Errorf("register search attributes: %w", err)
+	}
+	if !cfg.runsWorker() {
+		return wh, nil
+	}
+
+	allow, err := activities.ParseAllowCIDRs(strings.Join(cfg.WebhookAllowCIDRs, ","))
+	if err != nil {
+		return nil, fmt.Errorf("RECORDHUB_WEBHOOK_ALLOW_CIDRS: %w", err)
+	}
+	deliverer, err := activities.NewDeliverer(store, activities.Config{
+		Timeout: cfg.WebhookTimeout, AllowCIDRs: allow, Version: version, Metrics: activities.NewMetrics(reg),
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Pollers as measured in NOTES.md: the default two workflow-task
+	// pollers cap one worker at 25-45 deliveries a second.
+	wh.worker = worker.New(wh.client, workflows.TaskQueue, worker.Options{
+		MaxConcurrentWorkflowTaskPollers: 32,
+		MaxConcurrentActivityTaskPollers: 8,
+	})
+	workflows.Register(wh.worker, deliverer)
+	if err := wh.worker.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal worker: %w", err)
+	}
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	wh.stopDispatch, wh.dispatchDone = cancel, make(chan struct{})
+	d := &workflows.Dispatcher{Store: store, Starter: wh.client, Policy: wh.policy, Log: log, Metrics: workflows.NewMetrics(reg)}
+	go func() { defer close(wh.dispatchDone); d.Run(dctx) }()
+	return wh, nil
+}
+
+// Replay implements api.Replayer.
+func (wh *webhooks) Replay(ctx context.Context, d *models.WebhookDelivery) (string, string, error) {
+	ep, err := wh.store.GetEndpoint(ctx, d.TenantID, d.EndpointID)
+	if err != nil {
+		if errors.Is(err, models.ErrNotFound) {
+			return "", "", models.Errorf(models.KindConflict, "the endpoint of this delivery was deleted")
+		}
+		return "", "", err
+	}
+	ev, err := wh.store.GetEvent(ctx, d.TenantID, d.EventID)
+	if err != nil {
+		return "", "", err
+	}
+	return workflows.Replay(ctx, wh.client, wh.store, d, ep, ev, wh.policy)
+}
+
+// check is the readiness probe of Temporal.
+func (wh *webhooks) check(ctx context.Context) error {
+	_, err := wh.client.CheckHealth(ctx, &client.CheckHealthRequest{})
+	return err
+}
+
+// stop stops the dispatcher, then the worker (letting running attempts
+// finish), then the client and the embedded server.
+func (wh *webhooks) stop() {
+	if wh.stopDispatch != nil {
+		wh.stopDispatch()
+		<-wh.dispatchDone
+	}
+	if wh.worker != nil {
+		wh.worker.Stop()
+	}
+	if wh.client != nil {
+		wh.client.Close()
+	}
+	if wh.stopServer != nil {
+		done := make(chan struct{})
+		go func() { defer close(done); wh.stopServer() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+		}
+	}
+}
+
+// levelFilter drops records below a level.
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.Handler.Enabled(ctx, l)
+}
+
+func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelFilter{f.Handler.WithAttrs(a), f.min}
+}
+
+func (f levelFilter) WithGroup(n string) slog.Handler {
+	return levelFilter{f.Handler.WithGroup(n), f.min}
+}

@@ -1,0 +1,347 @@
+//go:build !noembedtemporal
+
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
+)
+
+// receiver is a webhook receiver that verifies signatures like a careful
+// receiver would, and fails the first failFirst attempts of each event.
+type receiver struct {
+	t         *testing.T
+	srv       *httptest.Server
+	mu        sync.Mutex
+	secret    string
+	failFirst int
+	got       []received
+	attempts  map[string]int
+}
+
+type received struct {
+	id, event, attempt string
+	body               map[string]any
+	verified           bool
+}
+
+func newReceiver(t *testing.T, failFirst int) *receiver {
+	r := &receiver{t: t, failFirst: failFirst, attempts: map[string]int{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	raw, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	mac := hmac.New(sha256.New, []byte(r.secret))
+	mac.Write(raw)
+	want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	var body map[string]any
+	json.Unmarshal(raw, &body)
+	id := req.Header.Get("X-Webhook-Id")
+	r.got = append(r.got, received{id: id, event: req.Header.Get("X-Webhook-Event"), attempt: req.Header.Get("X-Webhook-Attempt"),
+		body: body, verified: hmac.Equal([]byte(want), []byte(req.Header.Get("X-Webhook-Signature")))})
+	r.attempts[id]++
+	if r.attempts[id] <= r.failFirst {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (r *receiver) received() []received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]received(nil), r.got...)
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// webhookConfig is a role-all service with the embedded Temporal server on
+// free ports, fast retries, and loopback receivers allowed.
+func webhookConfig(t *testing.T, d models.Dialect) Config {
+	t.Helper()
+	cfg := testConfig(t, d)
+	cfg.BootstrapAdminKey = "rh_e2e_" + strings.Repeat("a", 30)
+	cfg.WebhookRetryInitial = 200 * time.Millisecond
+	cfg.WebhookRetryMaxInterval = time.Second
+	cfg.WebhookTimeout = 5 * time.Second
+	cfg.WebhookAllowCIDRs = []string{"127.0.0.0/8"}
+	return cfg
+}
+
+func jsonCall(t *testing.T, method, url, key string, body any) map[string]any {
+	t.Helper()
+	var s string
+	if body != nil {
+		b, _ := json.Marshal(body)
+		s = string(b)
+	}
+	st, m := call(t, method, url, key, s)
+	if st >= 300 {
+		t.Fatalf("%s %s: %d %v", method, url, st, m)
+	}
+	return m
+}
+
+func TestWebhooksEndToEnd(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			cfg := webhookConfig(t, d)
+			base, stop := startService(t, cfg, io.Discard)
+			key := cfg.BootstrapAdminKey
+
+			mod := jsonCall(t, "POST", base+"/api/admin/modules", key, map[string]any{"slug": "orders", "name": "Orders",
+				"fields": []any{map[string]any{"name": "title", "type": "string"}, map[string]any{"name": "stage", "type": "status", "states": []string{"new", "done"}, "initial": "new"}}})
+			modID := mod["id"].(string)
+
+			ok := newReceiver(t, 0)
+			flaky := newReceiver(t, 2)
+			for _, r := range []*receiver{ok, flaky} {
+				ep := jsonCall(t, "POST", base+"/api/admin/webhook-endpoints", key, map[string]any{"url": r.srv.URL + "/hook", "events": models.EventTypes})
+				r.secret = ep["secret"].(string)
+			}
+
+			rec := jsonCall(t, "POST", base+"/api/modules/"+modID+"/records", key, map[string]any{"fields": map[string]any{"title": "a"}})
+			jsonCall(t, "PATCH", base+"/api/modules/"+modID+"/records/"+rec["id"].(string), key, map[string]any{"fields": map[string]any{"stage": "done"}})
+
+			// The healthy receiver gets created, updated and status_change, each signed.
+			waitFor(t, "three deliveries", 30*time.Second, func() bool { return len(ok.received()) >= 3 })
+			events := map[string]bool{}
+			for _, g := range ok.received() {
+				if !g.verified {
+					t.Errorf("%s: signature did not verify", g.event)
+				}
+				if g.body["id"] != g.id || g.body["event"] != g.event {
+					t.Errorf("headers %s/%s do not match the body %v", g.id, g.event, g.body)
+				}
+				events[g.event] = true
+			}
+			for _, e := range []string{"record_created", "record_updated", "status_change"} {
+				if !events[e] {
+					t.Errorf("no %s delivered; got %v", e, events)
+				}
+			}
+
+			// The flaky receiver: two failures, then success, three rows per event.
+			var created received
+			for _, g := range ok.received() {
+				if g.event == "record_created" {
+					created = g
+				}
+			}
+			waitFor(t, "retries to succeed", 30*time.Second, func() bool {
+				st, m := call(t, "GET", base+"/api/admin/webhook-deliveries?succeeded=true&event_id="+created.id+"&limit=100", key, "")
+				return st == 200 && m["total"].(float64) == 2 // one per endpoint
+			})
+			st, m := call(t, "GET", base+"/api/admin/webhook-deliveries?event_id="+created.id+"&limit=100", key, "")
+			if st != 200 {
+				t.Fatal(st)
+			}
+			if got := m["total"].(float64); got != 4 {
+				t.Errorf("%v delivery rows for the event, want 4 (1 to the healthy receiver, 3 to the flaky one)", got)
+			}
+			var failed, succeeded int
+			var someID string
+			for _, row := range m["data"].([]any) {
+				r := row.(map[string]any)
+				if r["succeeded"] == true {
+					succeeded++
+					someID = r["id"].(string)
+				} else {
+					failed++
+					if r["error"] != "http_status" || r["response_status"].(float64) != 503 {
+						t.Errorf("failed row %v", r)
+					}
+				}
+			}
+			if failed != 2 || succeeded != 2 {
+				t.Errorf("%d failed and %d succeeded rows, want 2 and 2", failed, succeeded)
+			}
+
+			// A replay arrives with the same X-Webhook-Id and leaves a row with replay_of.
+			beforeOK, beforeFlaky := len(ok.received()), len(flaky.received())
+			st, rep := call(t, "POST", base+"/api/admin/webhook-deliveries/"+someID+"/replay", key, "")
+			if st != 202 || !strings.HasSuffix(rep["workflow_id"].(string), "/replay-1") {
+				t.Fatalf("replay: %d %v", st, rep)
+			}
+			waitFor(t, "the replay, with the event's X-Webhook-Id", 30*time.Second, func() bool {
+				for _, g := range append(ok.received()[beforeOK:], flaky.received()[beforeFlaky:]...) {
+					if g.id == created.id {
+						return true
+					}
+				}
+				return false
+			})
+			waitFor(t, "the replay's row", 10*time.Second, func() bool {
+				st, m := call(t, "GET", base+"/api/admin/webhook-deliveries?event_id="+created.id+"&limit=100", key, "")
+				if st != 200 {
+					return false
+				}
+				for _, row := range m["data"].([]any) {
+					if row.(map[string]any)["replay_of"] == someID {
+						return true
+					}
+				}
+				return false
+			})
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestCrashAfterWrite kills the service (SIGKILL, a child process) right
+// after a record write, while the receiver still refuses; after a restart
+// the event is delivered, and accepted exactly once.
+func TestCrashAfterWrite(t *testing.T) {
+	cfg := webhookConfig(t, models.SQLite)
+	r := newReceiver(t, 1<<30) // refuses until told otherwise
+	key := cfg.BootstrapAdminKey
+
+	child := startChild(t, cfg)
+	mod := jsonCall(t, "POST", child.base+"/api/admin/modules", key, map[string]any{"slug": "crash", "name": "Crash", "fields": []any{}})
+	ep := jsonCall(t, "POST", child.base+"/api/admin/webhook-endpoints", key, map[string]any{"url": r.srv.URL, "events": []string{"record_created"}})
+	r.secret = ep["secret"].(string)
+	jsonCall(t, "POST", child.base+"/api/modules/"+mod["id"].(string)+"/records", key, map[string]any{"fields": map[string]any{}})
+	child.kill(t)
+
+	r.mu.Lock()
+	r.failFirst = 0
+	r.mu.Unlock()
+	child = startChild(t, cfg)
+	defer child.kill(t)
+	accepted := func() (n int, ids map[string]bool) {
+		ids = map[string]bool{}
+		for _, g := range r.received() {
+			ids[g.id] = true
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for id, a := range r.attempts {
+			if a > r.failFirst && ids[id] {
+				n++
+			}
+		}
+		return n, ids
+	}
+	waitFor(t, "the delivery after restart", 60*time.Second, func() bool { n, _ := accepted(); return n >= 1 })
+	// Retries are 200 ms apart: a duplicate would show within a few.
+	time.Sleep(2 * time.Second)
+	if _, ids := accepted(); len(ids) != 1 {
+		t.Errorf("%d distinct events delivered, want 1", len(ids))
+	}
+	var ok int
+	for _, g := range r.received() {
+		if !g.verified || g.event != "record_created" {
+			t.Errorf("bad delivery %+v", g)
+		}
+	}
+	st, m := call(t, "GET", child.base+"/api/admin/webhook-deliveries?succeeded=true", key, "")
+	if st == 200 {
+		ok = int(m["total"].(float64))
+	}
+	if ok != 1 {
+		t.Errorf("%d successful delivery rows, want exactly 1", ok)
+	}
+}
+
+// child is the service running in a child process.
+type child struct {
+	cmd  *exec.Cmd
+	base string
+}
+
+// startChild runs the service as a child process (this test binary, see
+// TestMain) with cfg, and waits until it listens.
+func startChild(t *testing.T, cfg Config) *child {
+	t.Helper()
+	addrFile := t.TempDir() + "/addr"
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(),
+		"RECORDHUB_E2E_CHILD=1", "RECORDHUB_E2E_ADDR_FILE="+addrFile,
+		"RECORDHUB_HTTP_ADDR=127.0.0.1:0", "RECORDHUB_DATA_DIR="+cfg.DataDir, "DATABASE_URL="+cfg.DatabaseURL,
+		"RECORDHUB_BOOTSTRAP_ADMIN_KEY="+cfg.BootstrapAdminKey, fmt.Sprintf("RECORDHUB_TEMPORAL_PORT=%d", cfg.TemporalPort),
+		"RECORDHUB_TEMPORAL_UI_ADDR=", "RECORDHUB_WEBHOOK_RETRY_INITIAL="+cfg.WebhookRetryInitial.String(),
+		"RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL="+cfg.WebhookRetryMaxInterval.String(),
+		"RECORDHUB_WEBHOOK_ALLOW_CIDRS="+strings.Join(cfg.WebhookAllowCIDRs, ","),
+	)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd}
+	t.Cleanup(func() { c.kill(t) })
+	waitFor(t, "the child to listen", 60*time.Second, func() bool {
+		b, err := os.ReadFile(addrFile)
+		if err != nil || len(b) == 0 {
+			return false
+		}
+		c.base = "http://" + strings.TrimSpace(string(b))
+		return true
+	})
+	return c
+}
+
+func (c *child) kill(t *testing.T) {
+	if c.cmd.ProcessState != nil {
+		return
+	}
+	c.cmd.Process.Signal(syscall.SIGKILL)
+	c.cmd.Wait()
+}
+
+// TestMain turns this test binary into the service when it is started as
+// a child by startChild.
+func TestMain(m *testing.M) {
+	if os.Getenv("RECORDHUB_E2E_CHILD") != "1" {
+		os.Exit(m.Run())
+	}
+	cfg, err := configFromEnv(os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	addrFile := os.Getenv("RECORDHUB_E2E_ADDR_FILE")
+	err = run(context.Background(), cfg, Env{Stdout: os.Stdout, Stderr: os.Stderr, Listening: func(addr string) {
+		os.WriteFile(addrFile+".tmp", []byte(addr), 0o600)
+		os.Rename(addrFile+".tmp", addrFile)
+	}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
