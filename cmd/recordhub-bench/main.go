@@ -32,6 +32,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "ping" {
 		os.Exit(runPing(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "temporal-baseline" {
+		os.Exit(runBaseline(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code, err := run(ctx, os.Args[1:], os.Stdout)
 	stop()
@@ -52,6 +55,7 @@ type options struct {
 	profile   map[string]bool // scenarios to profile
 	keep      bool
 	strict    bool
+	webhooks  bool
 }
 
 const defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
@@ -67,6 +71,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.pgURL, "pg", defaultPostgresURL, "PostgreSQL server in which a fresh database is created and dropped")
 	profile := fs.String("profile", "", "take CPU and allocation profiles of the service during these scenarios (comma-separated: get, post, list); the service is then built with a pprof listener, which the figures of that run include, and the work directory is kept")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, service logs, hey output)")
+	fs.BoolVar(&o.webhooks, "webhooks", true, "run the webhook group (SQLite, embedded Temporal): idle RSS, change-to-delivery latency, deliveries/s against bare Temporal workflows; -db '' runs it alone")
 	fs.BoolVar(&o.strict, "strict", false, "exit with status 3 when a target is missed")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: recordhub-bench [flags]\n\nLoad-tests recordhub against a bare Gin handler with hey; see the package doc.\n\nflags:")
@@ -167,7 +172,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	if err != nil {
 		return 2, err
 	}
-	if _, err := exec.LookPath("hey"); err != nil {
+	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 {
 		return 1, errors.New(heyInstallHint)
 	}
 	root, err := moduleRoot(ctx)
@@ -191,6 +196,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	if err != nil {
 		return 1, err
 	}
+	b := &bench{o: o, out: stdout, work: work}
+	if len(o.databases) == 0 {
+		if !o.webhooks {
+			return 2, errors.New("nothing to run: -db is empty and -webhooks=false")
+		}
+		missed := b.runWebhooks(ctx, bin)
+		if missed > 0 && o.strict {
+			return 3, nil
+		}
+		return 0, nil
+	}
 	ping, pingAddr, err := startPing(ctx)
 	if err != nil {
 		return 1, err
@@ -198,7 +214,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	defer ping.stop(5 * time.Second)
 	bareLoad := load{URL: "http://" + pingAddr + "/ping"}
 
-	b := &bench{o: o, out: stdout, work: work}
 	first, err := b.bare(ctx, ping, bareLoad, "before")
 	if err != nil {
 		return 1, err
@@ -227,6 +242,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 		return 1, err
 	}
 	missed := report(stdout, o, first, last, results, peaks, skipped)
+	if o.webhooks {
+		missed += b.runWebhooks(ctx, bin)
+	}
 	if missed > 0 && o.strict {
 		return 3, nil
 	}
@@ -421,4 +439,16 @@ func (b *bench) scenario(ctx context.Context, svc *service, f fixture, db string
 	}
 	m.dropped = droppedAfter - droppedBefore
 	return m, nil
+}
+
+// runWebhooks runs and reports the webhook group and returns how many of
+// its targets were missed; a group that cannot run misses one.
+func (b *bench) runWebhooks(ctx context.Context, bin string) int {
+	r, err := b.webhooks(ctx, bin)
+	if err != nil {
+		webhookGroupFailed(b.out, err)
+		return 1
+	}
+	missed, _ := reportWebhooks(b.out, r)
+	return missed
 }

@@ -208,7 +208,10 @@ func startService(ctx context.Context, bin, logPath string, env map[string]strin
 	env["RECORDHUB_HTTP_ADDR"] = "127.0.0.1:0"
 	// Should serve ever embed the Temporal dev stack, keep it off the
 	// default ports and without its UI.
-	env["RECORDHUB_TEMPORAL_UI_ADDR"] = ""
+	// The webhook group asks for the UI by setting an address.
+	if _, set := env["RECORDHUB_TEMPORAL_UI_ADDR"]; !set {
+		env["RECORDHUB_TEMPORAL_UI_ADDR"] = ""
+	}
 	tport, err := freePort()
 	if err != nil {
 		return nil, err
