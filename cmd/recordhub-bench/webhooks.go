@@ -255,12 +255,11 @@ func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error)
 		done time.Time
 	}
 	var (
-		mu     sync.Mutex
-		sends  []sent
-		errs   []error
-		wg     sync.WaitGroup
-		tick   = time.NewTicker(time.Second / webhookRate)
-		stopAt = time.Now().Add(webhookRateFor)
+		mu    sync.Mutex
+		sends []sent
+		errs  []error
+		wg    sync.WaitGroup
+		tick  = time.NewTicker(time.Second / webhookRate)
 	)
 	for n := 0; n < webhookRate*int(webhookRateFor/time.Second); n++ {
 		<-tick.C
@@ -280,7 +279,6 @@ func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error)
 	}
 	tick.Stop()
 	wg.Wait()
-	_ = stopAt
 	if len(errs) > 0 {
 		return r, fmt.Errorf("latency run: %d creates failed, the first: %w", len(errs), errs[0])
 	}
@@ -420,7 +418,7 @@ func reportWebhooks(w io.Writer, r webhookResult) (missed, total int) {
 	return missed, total
 }
 
-// webhookGroupSkipped is printed when the group fails to run.
+// webhookGroupFailed is printed when the group cannot run.
 func webhookGroupFailed(w io.Writer, err error) {
 	fmt.Fprintf(w, "\nwebhooks: FAIL: %s\n", strings.TrimSpace(err.Error()))
 }
