@@ -10,11 +10,8 @@ import (
 	"github.com/recordhub/recordhub/cmd/recordhub/devtemporal"
 )
 
-// embeddedTemporalBuilt reports whether this binary carries the embedded
-// Temporal server; build with -tags noembedtemporal to leave it out.
-const embeddedTemporalBuilt = true
-
-// startEmbeddedTemporal starts the Temporal dev server in this process and
+// startEmbeddedTemporal starts the Temporal dev server in this process (build
+// with -tags noembedtemporal to leave it out of the binary) and
 // returns its frontend address and how to stop it.
 func startEmbeddedTemporal(ctx context.Context, cfg Config, log *slog.Logger) (string, func() error, error) {
 	srv, err := devtemporal.Start(ctx, devtemporal.Config{

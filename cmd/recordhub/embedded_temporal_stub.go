@@ -8,8 +8,6 @@ import (
 	"log/slog"
 )
 
-const embeddedTemporalBuilt = false
-
 func startEmbeddedTemporal(context.Context, Config, *slog.Logger) (string, func() error, error) {
 	return "", nil, errors.New("this binary was built without the embedded Temporal server (tag noembedtemporal): set TEMPORAL_ADDRESS")
 }
