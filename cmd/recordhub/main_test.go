@@ -307,3 +307,22 @@ func freePort(t *testing.T) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+func TestServeRoles(t *testing.T) {
+	for _, c := range []struct {
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{[]string{"serve", "--role", "api"}, nil, "needs TEMPORAL_ADDRESS"},
+		{[]string{"serve", "--role", "worker"}, nil, "needs TEMPORAL_ADDRESS"},
+		{[]string{"serve", "--role", "both"}, nil, "--role must be all, api or worker"},
+		{[]string{"serve", "--role", "api"}, map[string]string{"RECORDHUB_DEFAULT_RATE_LIMIT": "0"}, "RECORDHUB_DEFAULT_RATE_LIMIT"},
+	} {
+		lookup := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
+		err := runCommand(context.Background(), c.args, lookup, nil, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+			t.Errorf("%v: %v, want an error containing %q", c.args, err, c.wantErr)
+		}
+	}
+}
