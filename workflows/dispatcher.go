@@ -126,6 +126,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	if len(events) == 0 {
 		return 0, nil
 	}
+	subs := &subscriptions{store: d.Store}
 	var (
 		wg     sync.WaitGroup
 		sem    = make(chan struct{}, cmpOr(d.Concurrency, DefaultConcurrency))
@@ -141,7 +142,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if errs[i] = d.dispatch(ctx, &events[i]); errs[i] != nil {
+			if errs[i] = d.dispatch(ctx, subs, &events[i]); errs[i] != nil {
 				failed.Store(true)
 				return
 			}
@@ -162,10 +163,40 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	return len(ids), errors.Join(errs...)
 }
 
+// subscriptions looks up the endpoints subscribed to events once per
+// (tenant, type, module) and batch: a batch is mostly events of a few
+// modules, and a backlog of thousands should not cost a query each.
+type subscriptions struct {
+	store Store
+	mu    sync.Mutex
+	byKey map[[3]string][]models.WebhookEndpoint
+}
+
+func (s *subscriptions) of(ctx context.Context, ev *models.Event) ([]models.WebhookEndpoint, error) {
+	key := [3]string{ev.TenantID, ev.Type, ev.ModuleID}
+	s.mu.Lock()
+	eps, ok := s.byKey[key]
+	s.mu.Unlock()
+	if ok {
+		return eps, nil
+	}
+	eps, err := s.store.SubscribedEndpoints(ctx, ev.TenantID, ev.Type, ev.ModuleID)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.byKey == nil {
+		s.byKey = map[[3]string][]models.WebhookEndpoint{}
+	}
+	s.byKey[key] = eps
+	s.mu.Unlock()
+	return eps, nil
+}
+
 // dispatch starts the deliveries of one event, to every endpoint that
-// subscribes to it at this moment.
-func (d *Dispatcher) dispatch(ctx context.Context, ev *models.Event) error {
-	eps, err := d.Store.SubscribedEndpoints(ctx, ev.TenantID, ev.Type, ev.ModuleID)
+// subscribes to it at the time of the batch.
+func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *models.Event) error {
+	eps, err := subs.of(ctx, ev)
 	if err != nil {
 		return fmt.Errorf("event %s: %w", ev.ID, err)
 	}
