@@ -120,8 +120,7 @@ func (s *Store) notifyChange(tx *gorm.DB, what string) error {
 }
 
 // WatchChanges listens for key and module changes made by other replicas
-// until ctx ends, so that cached rows can live long, and for events they
-// commit, to wake this process's dispatcher. Without it (and always
+// until ctx ends, so that cached rows can live long. Without it (and always
 // on SQLite) cached rows live half a second. It reconnects after failures.
 func (s *Store) WatchChanges(ctx context.Context, log *slog.Logger) {
 	if s.dialect != Postgres {
@@ -150,24 +149,15 @@ func (s *Store) listenChanges(ctx context.Context) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, ch := range []string{changeChannel, eventChannel} {
-		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
-			return fmt.Errorf("listen: %w", err)
-		}
+	if _, err := conn.Exec(ctx, "LISTEN "+changeChannel); err != nil {
+		return fmt.Errorf("listen: %w", err)
 	}
 	// Changes made before LISTEN took effect are not announced: drop
-	// everything cached, then trust the feed. Events committed meanwhile
-	// are found by the dispatcher's periodic sweep.
+	// everything cached, then trust the feed.
 	s.caches.setFeed(true)
-	s.eventsWritten()
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return fmt.Errorf("wait: %w", err)
-		}
-		if n.Channel == eventChannel {
-			s.eventsWritten()
-			continue
 		}
 		s.caches.flush()
 	}

@@ -103,13 +103,12 @@ func (s *Store) insertRecord(ctx context.Context, r *Record, events []Event) err
 			values += "(?, ?, ?, ?, ?, ?, ?)"
 			args = append(args, e.ID, e.TenantID, e.ModuleID, e.RecordID, e.Type, e.Payload, e.OccurredAt)
 		}
-		args = append(args, eventChannel, s.shard())
+		args = append(args, s.shard())
 		err = s.w.WithContext(ctx).Exec(`WITH r AS (
 			INSERT INTO records (id, tenant_id, module_id, fields, custom_data, version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING module_id),
-			e AS (INSERT INTO events (id, tenant_id, module_id, record_id, type, payload, occurred_at) VALUES `+values+`),
-			n AS (SELECT pg_notify(?, ''))
-			INSERT INTO module_record_counts (module_id, shard, count) SELECT module_id, ?, 1 FROM r, n
+			e AS (INSERT INTO events (id, tenant_id, module_id, record_id, type, payload, occurred_at) VALUES `+values+`)
+			INSERT INTO module_record_counts (module_id, shard, count) SELECT module_id, ?, 1 FROM r
 			ON CONFLICT (module_id, shard) DO UPDATE SET count = module_record_counts.count + excluded.count`,
 			args...).Error
 		if err != nil {

@@ -89,7 +89,10 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	}
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	wh.stopDispatch, wh.dispatchDone = cancel, make(chan struct{})
-	d := &workflows.Dispatcher{Store: store, Starter: wh.client, Policy: wh.policy, Log: log, Metrics: workflows.NewMetrics(reg)}
+	// Writes in this process wake the dispatcher at once; those of API
+	// replicas elsewhere are found by polling the outbox's partial index.
+	d := &workflows.Dispatcher{Store: store, Starter: wh.client, Policy: wh.policy, Log: log, Metrics: workflows.NewMetrics(reg),
+		PollInterval: 250 * time.Millisecond}
 	go func() { defer close(wh.dispatchDone); d.Run(dctx) }()
 	return wh, nil
 }
