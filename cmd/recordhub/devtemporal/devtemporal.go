@@ -4,8 +4,8 @@
 // directory; workflow histories survive restarts and crashes.
 //
 // Only cmd/recordhub imports this package: it links the whole Temporal server
-// (a 5-6 minute cold build and about 190 MB of binary), which no other
-// package's tests should pay for.
+// and UI (about 14 CPU-minutes of cold build, and most of a 237 MB binary),
+// which no other package's tests should pay for.
 package devtemporal
 
 import (
@@ -109,6 +109,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 
+	// Again, now that preparing the database may have taken a while.
+	if _, err := reservePort("RECORDHUB_TEMPORAL_PORT", "127.0.0.1", frontendPort); err != nil {
+		return nil, err
+	}
 	srv, err := newTemporalServer(sqlCfg, frontendPort, serverLog)
 	if err != nil {
 		return nil, err

@@ -14,10 +14,15 @@ import (
 	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
 )
 
-// startUI serves the Web UI on host:port (already checked to be free) and
-// waits until it answers. Its pages are embedded in the ui-server module, so
-// nothing is downloaded at run time.
+// startUI serves the Web UI on host:port and waits until it answers. Its
+// pages are embedded in the ui-server module: nothing is downloaded at run
+// time.
 func (s *Server) startUI(ctx context.Context, host string, port int, namespace string) error {
+	// Start checked the address before the server started; check again now,
+	// a moment before the UI binds it, as the server took a while.
+	if _, _, err := reserveUIAddr(net.JoinHostPort(host, strconv.Itoa(port))); err != nil {
+		return err
+	}
 	bindHost := host
 	if strings.Contains(host, ":") {
 		bindHost = "[" + host + "]" // the UI joins host and port with a bare ":"
