@@ -330,7 +330,7 @@ func (s *Store) updateRecordOnce(ctx context.Context, m *Module, id string, patc
 		if errs := m.ValidateRecordFields(newFields, fields); len(errs) > 0 {
 			return ValidationError(errs)
 		}
-		if jsonEqual(fields, newFields) && jsonEqual(custom, newCustom) {
+		if reflect.DeepEqual(fields, newFields) && reflect.DeepEqual(custom, newCustom) {
 			return nil
 		}
 		changed = true
@@ -360,11 +360,6 @@ func (s *Store) updateRecordOnce(ctx context.Context, m *Module, id string, patc
 		s.eventsWritten()
 	}
 	return &out, changed, nil
-}
-
-// jsonEqual compares two decoded JSON values, numbers by their text.
-func jsonEqual(a, b map[string]any) bool {
-	return len(a) == len(b) && maps.EqualFunc(a, b, func(x, y any) bool { return reflect.DeepEqual(x, y) })
 }
 
 // DeleteRecord deletes a record and returns it as it was.

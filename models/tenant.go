@@ -28,31 +28,10 @@ func (s *Store) CreateTenant(ctx context.Context, name, adminSecret string, rate
 	now := s.now()
 	t := &Tenant{ID: NewID(PrefixTenant), Name: name, CreatedAt: now}
 	k := newAdminKey(t.ID, adminSecret, rateLimit, now)
-	err := s.write(ctx, func(tx *gormDB) error {
-		if err := tx.Create(t).Error; err != nil {
-			return fmt.Errorf("insert tenant: %w", err)
-		}
-		if err := tx.Create(k).Error; err != nil {
-			if isUniqueViolation(err) {
-				return Errorf(KindConflict, "that admin key is already in use")
-			}
-			return fmt.Errorf("insert admin key: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.write(ctx, func(tx *gormDB) error { return insertTenant(tx, t, k) }); err != nil {
 		return nil, nil, "", err
 	}
 	return t, k, adminSecret, nil
-}
-
-// CountTenants returns how many tenants exist.
-func (s *Store) CountTenants(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.r.WithContext(ctx).Model(&Tenant{}).Count(&n).Error; err != nil {
-		return 0, fmt.Errorf("count tenants: %w", err)
-	}
-	return n, nil
 }
 
 // SetTenantAIKey stores the tenant's AI provider key, encrypted.
@@ -106,12 +85,8 @@ func (s *Store) BootstrapTenant(ctx context.Context, name, adminSecret string, r
 		}
 		now := s.now()
 		t := &Tenant{ID: NewID(PrefixTenant), Name: name, CreatedAt: now}
-		k := newAdminKey(t.ID, adminSecret, rateLimit, now)
-		if err := tx.Create(t).Error; err != nil {
-			return fmt.Errorf("insert tenant: %w", err)
-		}
-		if err := tx.Create(k).Error; err != nil {
-			return fmt.Errorf("insert admin key: %w", err)
+		if err := insertTenant(tx, t, newAdminKey(t.ID, adminSecret, rateLimit, now)); err != nil {
+			return err
 		}
 		created = true
 		return nil
@@ -120,6 +95,20 @@ func (s *Store) BootstrapTenant(ctx context.Context, name, adminSecret string, r
 		return false, "", err
 	}
 	return created, adminSecret, nil
+}
+
+// insertTenant writes a tenant and its first admin key in tx.
+func insertTenant(tx *gormDB, t *Tenant, k *APIKey) error {
+	if err := tx.Create(t).Error; err != nil {
+		return fmt.Errorf("insert tenant: %w", err)
+	}
+	if err := tx.Create(k).Error; err != nil {
+		if isUniqueViolation(err) {
+			return Errorf(KindConflict, "that admin key is already in use")
+		}
+		return fmt.Errorf("insert admin key: %w", err)
+	}
+	return nil
 }
 
 func newAdminKey(tenantID, secret string, rateLimit int, now time.Time) *APIKey {
