@@ -23,26 +23,17 @@ const MaxBodyBytes = 1 << 20
 // malformed (400) or of the wrong shape (422). An empty body is accepted
 // as {} when optional is set.
 func (s *Server) readJSON(c *gin.Context, dst any, optional bool) bool {
-	r := c.Request
-	if r.ContentLength > MaxBodyBytes {
-		failCode(c, http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("the body exceeds %d bytes", MaxBodyBytes))
-		return false
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, r.Body, MaxBodyBytes))
+	body, err := readBody(c)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			failCode(c, http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("the body exceeds %d bytes", MaxBodyBytes))
-			return false
-		}
-		s.fail(c, invalid("the body could not be read"))
+		s.fail(c, err)
 		return false
 	}
+	r := c.Request
 	if len(bytes.TrimSpace(body)) == 0 && optional {
 		return true
 	}
 	if !isJSONType(r.Header.Get("Content-Type")) {
-		failCode(c, http.StatusUnsupportedMediaType, codeUnsupportedType, "the body must be JSON, sent with Content-Type: application/json")
+		s.fail(c, errNotJSON)
 		return false
 	}
 	if trimmed := bytes.TrimSpace(body); len(trimmed) == 0 || trimmed[0] != '{' {
@@ -54,6 +45,30 @@ func (s *Server) readJSON(c *gin.Context, dst any, optional bool) bool {
 		return false
 	}
 	return true
+}
+
+// errTooLarge answers a body over MaxBodyBytes.
+var errTooLarge = &models.Error{Kind: models.KindTooLarge, Message: fmt.Sprintf("the body exceeds %d bytes", MaxBodyBytes)}
+
+// errNotJSON answers a body sent without a JSON content type.
+var errNotJSON = &models.Error{Kind: models.KindUnsupportedType, Message: "the body must be JSON, sent with Content-Type: application/json"}
+
+// readBody reads the request body, at most MaxBodyBytes of it. When the
+// body is larger it returns what it read and errTooLarge.
+func readBody(c *gin.Context) ([]byte, error) {
+	r := c.Request
+	if r.ContentLength > MaxBodyBytes {
+		return nil, errTooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return body, errTooLarge
+		}
+		return body, invalid("the body could not be read")
+	}
+	return body, nil
 }
 
 func isJSONType(ct string) bool {

@@ -11,27 +11,29 @@ import (
 
 // Error codes of the API beyond the store's kinds (SPEC §4).
 const (
-	codeInvalidRequest  = "invalid_request"
-	codeForbidden       = "forbidden"
-	codeNotFound        = "not_found"
-	codeTooLarge        = "payload_too_large"
-	codeUnsupportedType = "unsupported_media_type"
-	codeRateLimited     = "rate_limited"
-	codeInternal        = "internal"
-	codeUnavailable     = "unavailable"
+	codeInvalidRequest = "invalid_request"
+	codeForbidden      = "forbidden"
+	codeNotFound       = "not_found"
+	codeRateLimited    = "rate_limited"
+	codeInternal       = "internal"
+	codeUnavailable    = "unavailable"
 )
 
 // statusOf is the one table from error kinds to HTTP statuses.
 var statusOf = map[models.Kind]int{
-	models.KindInvalid:      http.StatusBadRequest,
-	models.KindUnauthorized: http.StatusUnauthorized,
-	models.KindKeyExpired:   http.StatusUnauthorized,
-	models.KindNotFound:     http.StatusNotFound,
-	models.KindConflict:     http.StatusConflict,
-	models.KindPrecondition: http.StatusPreconditionFailed,
-	models.KindValidation:   http.StatusUnprocessableEntity,
-	models.KindInvalidURL:   http.StatusUnprocessableEntity,
-	models.KindInternal:     http.StatusInternalServerError,
+	models.KindInvalid:          http.StatusBadRequest,
+	models.KindUnauthorized:     http.StatusUnauthorized,
+	models.KindKeyExpired:       http.StatusUnauthorized,
+	models.KindNotFound:         http.StatusNotFound,
+	models.KindConflict:         http.StatusConflict,
+	models.KindPrecondition:     http.StatusPreconditionFailed,
+	models.KindValidation:       http.StatusUnprocessableEntity,
+	models.KindInvalidURL:       http.StatusUnprocessableEntity,
+	models.KindTooLarge:         http.StatusRequestEntityTooLarge,
+	models.KindUnsupportedType:  http.StatusUnsupportedMediaType,
+	models.KindMappingFailed:    http.StatusUnprocessableEntity,
+	models.KindInvalidSignature: http.StatusUnauthorized,
+	models.KindInternal:         http.StatusInternalServerError,
 }
 
 // errorBody is the JSON of every error response.
@@ -48,19 +50,26 @@ type errorBody struct {
 // fail writes err as an error response. Errors that are not *models.Error
 // are internal: they are logged with the request id and never shown.
 func (s *Server) fail(c *gin.Context, err error) {
+	e, status := s.public(c, err)
+	if e.Kind == models.KindUnauthorized || e.Kind == models.KindKeyExpired {
+		c.Header("WWW-Authenticate", `Bearer realm="recordhub"`)
+	}
+	c.AbortWithStatusJSON(status, errorBody{Error: string(e.Kind), Message: e.Message, RequestID: requestID(c), Details: e.Details})
+}
+
+// public returns what callers may see of err, and its status; an internal
+// error is logged and replaced.
+func (s *Server) public(c *gin.Context, err error) (*models.Error, int) {
 	var e *models.Error
 	if !errors.As(err, &e) {
 		s.log.ErrorContext(c.Request.Context(), "request failed", "request_id", requestID(c), "error", err)
 		e = &models.Error{Kind: models.KindInternal, Message: "an internal error occurred; quote the request id when reporting it"}
 	}
-	if e.Kind == models.KindUnauthorized || e.Kind == models.KindKeyExpired {
-		c.Header("WWW-Authenticate", `Bearer realm="recordhub"`)
-	}
 	status, ok := statusOf[e.Kind]
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	c.AbortWithStatusJSON(status, errorBody{Error: string(e.Kind), Message: e.Message, RequestID: requestID(c), Details: e.Details})
+	return e, status
 }
 
 // failCode writes an error response that has no store kind.

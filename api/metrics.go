@@ -12,6 +12,7 @@ type metrics struct {
 	latency       *prometheus.HistogramVec
 	rateLimited   prometheus.Counter
 	limiterErrors prometheus.Counter
+	inbound       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -29,8 +30,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		limiterErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "recordhub_rate_limiter_errors_total", Help: "Requests let through because the rate limiter failed.",
 		}),
+		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "recordhub_inbound_calls_total", Help: "Calls to inbound webhooks by outcome: created, updated or an error code.",
+		}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.rateLimited, m.limiterErrors)
+	reg.MustRegister(m.requests, m.latency, m.rateLimited, m.limiterErrors, m.inbound)
 	return m
 }
 

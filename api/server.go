@@ -51,6 +51,9 @@ type Deps struct {
 	CheckURL func(ctx context.Context, rawURL string) error
 	// Replayer starts replays; without it replay answers 503.
 	Replayer Replayer
+	// PublicURL is the base URL that inbound webhook URLs are given under
+	// (RECORDHUB_PUBLIC_URL); when empty, the address the admin called.
+	PublicURL string
 	// OpsOnly serves only /healthz, /readyz and /metrics (a worker process).
 	OpsOnly bool
 }
@@ -68,6 +71,7 @@ type Server struct {
 	now              func() time.Time
 	urlCheck         func(ctx context.Context, rawURL string) error
 	replayer         Replayer
+	publicURL        string
 	engine           *gin.Engine
 }
 
@@ -77,7 +81,7 @@ func New(d Deps) *Server {
 	s := &Server{
 		store: d.Store, limiter: d.Limiter, logs: d.Logs, log: d.Log,
 		registry: d.Registry, defaultRateLimit: d.DefaultRateLimit, ready: d.Ready, now: d.Now,
-		urlCheck: d.CheckURL, replayer: d.Replayer,
+		urlCheck: d.CheckURL, replayer: d.Replayer, publicURL: d.PublicURL,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -116,6 +120,7 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 
 	pub := r.Group("/api")
 	pub.GET("/openapi.yaml", serveOpenAPI)
+	pub.POST("/webhooks/:moduleSlug/:token", s.receiveInbound)
 
 	authed := r.Group("/api", s.authenticate, s.rateLimit)
 	authed.GET("/modules", s.listModules)
@@ -131,6 +136,11 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	admin.GET("/modules/:id", s.adminGetModule)
 	admin.PATCH("/modules/:id", s.adminUpdateModule)
 	admin.DELETE("/modules/:id", s.adminDeleteModule)
+	admin.PUT("/modules/:id/inbound-webhook", s.adminPutInbound)
+	admin.GET("/modules/:id/inbound-webhook", s.adminGetInbound)
+	admin.DELETE("/modules/:id/inbound-webhook", s.adminDeleteInbound)
+	admin.POST("/modules/:id/inbound-webhook/rotate-token", s.adminRotateInboundToken)
+	admin.GET("/modules/:id/inbound-events", s.adminListInboundEvents)
 	admin.POST("/keys", s.adminCreateKey)
 	admin.GET("/keys", s.adminListKeys)
 	admin.GET("/keys/:id", s.adminGetKey)

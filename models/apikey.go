@@ -81,19 +81,19 @@ const (
 func (s *Store) validateKeyInput(ctx context.Context, tenantID string, in KeyInput) ([]FieldError, error) {
 	var errs []FieldError
 	if in.Name != nil && len(*in.Name) > 200 {
-		errs = append(errs, FieldError{"name", "must be at most 200 characters"})
+		errs = append(errs, FieldError{Field: "name", Message: "must be at most 200 characters"})
 	}
 	if in.RateLimitPerMinute != nil && (*in.RateLimitPerMinute < 1 || *in.RateLimitPerMinute > MaxRateLimitPerMinute) {
-		errs = append(errs, FieldError{"rate_limit_per_minute", fmt.Sprintf("must be between 1 and %d", MaxRateLimitPerMinute)})
+		errs = append(errs, FieldError{Field: "rate_limit_per_minute", Message: fmt.Sprintf("must be between 1 and %d", MaxRateLimitPerMinute)})
 	}
 	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.now()) {
-		errs = append(errs, FieldError{"expires_at", "must be in the future"})
+		errs = append(errs, FieldError{Field: "expires_at", Message: "must be in the future"})
 	}
 	var moduleIDs []string
 	for mod, acts := range in.Permissions {
 		for _, a := range acts {
 			if !slices.Contains(actions, a) {
-				errs = append(errs, FieldError{"permissions." + mod, fmt.Sprintf("unknown action %q; use read, write or delete", a)})
+				errs = append(errs, FieldError{Field: "permissions." + mod, Message: fmt.Sprintf("unknown action %q; use read, write or delete", a)})
 			}
 		}
 		if mod != AllModules {
@@ -107,7 +107,7 @@ func (s *Store) validateKeyInput(ctx context.Context, tenantID string, in KeyInp
 		}
 		for _, id := range moduleIDs {
 			if !slices.Contains(found, id) {
-				errs = append(errs, FieldError{"permissions." + id, "no such module"})
+				errs = append(errs, FieldError{Field: "permissions." + id, Message: "no such module"})
 			}
 		}
 	}
@@ -240,7 +240,7 @@ func (s *Store) RevokeKey(ctx context.Context, tenantID, id string) (*APIKey, er
 // grace seconds (0: stops at once). It returns the key and the new secret.
 func (s *Store) RotateKey(ctx context.Context, tenantID, id string, grace int) (*APIKey, string, error) {
 	if grace < 0 || grace > MaxGraceSeconds {
-		return nil, "", ValidationError([]FieldError{{"grace_seconds", fmt.Sprintf("must be between 0 and %d", MaxGraceSeconds)}})
+		return nil, "", ValidationError([]FieldError{{Field: "grace_seconds", Message: fmt.Sprintf("must be between 0 and %d", MaxGraceSeconds)}})
 	}
 	secret := NewAPIKeySecret()
 	k, err := s.changeKey(ctx, tenantID, id, func(k *APIKey) (map[string]any, error) {

@@ -19,13 +19,24 @@ const (
 	KindPrecondition Kind = "precondition_failed"
 	KindValidation   Kind = "validation_failed"
 	KindInvalidURL   Kind = "invalid_url"
-	KindInternal     Kind = "internal"
+	// KindTooLarge and KindUnsupportedType refuse request bodies.
+	KindTooLarge        Kind = "payload_too_large"
+	KindUnsupportedType Kind = "unsupported_media_type"
+	// KindMappingFailed: an inbound payload could not be mapped to a valid record.
+	KindMappingFailed Kind = "mapping_failed"
+	// KindInvalidSignature: an inbound call's signature is missing or wrong.
+	KindInvalidSignature Kind = "invalid_signature"
+	KindInternal         Kind = "internal"
 )
 
 // FieldError names one field that failed validation.
 type FieldError struct {
 	Field   string `json:"field"`
 	Message string `json:"message"`
+	// Rule and Source name the inbound mapping rule that produced the
+	// value, in mapping_failed errors.
+	Rule   *int   `json:"rule,omitempty"`
+	Source string `json:"source,omitempty"`
 }
 
 // Error is an application error whose message is safe to show to callers.

@@ -68,25 +68,25 @@ const MaxModuleFields = 200
 func ValidateModule(slug, name string, fields []Field) []FieldError {
 	var errs []FieldError
 	if !slugPattern.MatchString(slug) {
-		errs = append(errs, FieldError{"slug", "must be 1-63 characters of a-z, 0-9, '-' or '_', starting with a letter or digit"})
+		errs = append(errs, FieldError{Field: "slug", Message: "must be 1-63 characters of a-z, 0-9, '-' or '_', starting with a letter or digit"})
 	}
 	if name == "" || len(name) > 200 {
-		errs = append(errs, FieldError{"name", "must be 1-200 characters"})
+		errs = append(errs, FieldError{Field: "name", Message: "must be 1-200 characters"})
 	}
 	if len(fields) > MaxModuleFields {
-		errs = append(errs, FieldError{"fields", fmt.Sprintf("at most %d fields", MaxModuleFields)})
+		errs = append(errs, FieldError{Field: "fields", Message: fmt.Sprintf("at most %d fields", MaxModuleFields)})
 	}
 	seen := map[string]bool{}
 	for i, f := range fields {
 		at := fmt.Sprintf("fields[%d]", i)
 		if !fieldNamePattern.MatchString(f.Name) {
-			errs = append(errs, FieldError{at + ".name", "must be 1-63 characters of letters, digits or '_', not starting with a digit"})
+			errs = append(errs, FieldError{Field: at + ".name", Message: "must be 1-63 characters of letters, digits or '_', not starting with a digit"})
 		} else if seen[f.Name] {
-			errs = append(errs, FieldError{at + ".name", fmt.Sprintf("duplicate field name %q", f.Name)})
+			errs = append(errs, FieldError{Field: at + ".name", Message: fmt.Sprintf("duplicate field name %q", f.Name)})
 		}
 		seen[f.Name] = true
 		if !slices.Contains(fieldTypes, f.Type) {
-			errs = append(errs, FieldError{at + ".type", fmt.Sprintf("must be one of %v", fieldTypes)})
+			errs = append(errs, FieldError{Field: at + ".type", Message: fmt.Sprintf("must be one of %v", fieldTypes)})
 			continue
 		}
 		errs = append(errs, validateFieldExtras(at, f)...)
@@ -97,36 +97,36 @@ func ValidateModule(slug, name string, fields []Field) []FieldError {
 func validateFieldExtras(at string, f Field) []FieldError {
 	var errs []FieldError
 	if f.Type != TypeEnum && len(f.Options) > 0 {
-		errs = append(errs, FieldError{at + ".options", "only enum fields have options"})
+		errs = append(errs, FieldError{Field: at + ".options", Message: "only enum fields have options"})
 	}
 	if f.Type != TypeStatus && (len(f.States) > 0 || f.Initial != "" || f.Transitions != nil) {
-		errs = append(errs, FieldError{at + ".states", "only status fields have states, initial and transitions"})
+		errs = append(errs, FieldError{Field: at + ".states", Message: "only status fields have states, initial and transitions"})
 	}
 	switch f.Type {
 	case TypeEnum:
 		if len(f.Options) == 0 {
-			errs = append(errs, FieldError{at + ".options", "an enum field needs at least one option"})
+			errs = append(errs, FieldError{Field: at + ".options", Message: "an enum field needs at least one option"})
 		}
 		if hasDuplicates(f.Options) {
-			errs = append(errs, FieldError{at + ".options", "options must be unique"})
+			errs = append(errs, FieldError{Field: at + ".options", Message: "options must be unique"})
 		}
 	case TypeStatus:
 		if len(f.States) == 0 {
-			errs = append(errs, FieldError{at + ".states", "a status field needs at least one state"})
+			errs = append(errs, FieldError{Field: at + ".states", Message: "a status field needs at least one state"})
 		}
 		if hasDuplicates(f.States) {
-			errs = append(errs, FieldError{at + ".states", "states must be unique"})
+			errs = append(errs, FieldError{Field: at + ".states", Message: "states must be unique"})
 		}
 		if f.Initial != "" && !slices.Contains(f.States, f.Initial) {
-			errs = append(errs, FieldError{at + ".initial", fmt.Sprintf("%q is not one of the states", f.Initial)})
+			errs = append(errs, FieldError{Field: at + ".initial", Message: fmt.Sprintf("%q is not one of the states", f.Initial)})
 		}
 		for from, tos := range f.Transitions {
 			if !slices.Contains(f.States, from) {
-				errs = append(errs, FieldError{at + ".transitions", fmt.Sprintf("%q is not one of the states", from)})
+				errs = append(errs, FieldError{Field: at + ".transitions", Message: fmt.Sprintf("%q is not one of the states", from)})
 			}
 			for _, to := range tos {
 				if !slices.Contains(f.States, to) {
-					errs = append(errs, FieldError{at + ".transitions", fmt.Sprintf("%q is not one of the states", to)})
+					errs = append(errs, FieldError{Field: at + ".transitions", Message: fmt.Sprintf("%q is not one of the states", to)})
 				}
 			}
 		}
@@ -163,7 +163,7 @@ func (m *Module) ValidateRecordFields(fields map[string]any, prev map[string]any
 	var errs []FieldError
 	for name := range fields {
 		if _, ok := m.Field(name); !ok {
-			errs = append(errs, FieldError{"fields." + name, "unknown field"})
+			errs = append(errs, FieldError{Field: "fields." + name, Message: "unknown field"})
 		}
 	}
 	for _, f := range m.Fields {
@@ -178,17 +178,17 @@ func (m *Module) ValidateRecordFields(fields map[string]any, prev map[string]any
 		}
 		if !present {
 			if f.Required {
-				errs = append(errs, FieldError{"fields." + f.Name, "is required"})
+				errs = append(errs, FieldError{Field: "fields." + f.Name, Message: "is required"})
 			}
 			continue
 		}
 		if msg := checkValue(f, v); msg != "" {
-			errs = append(errs, FieldError{"fields." + f.Name, msg})
+			errs = append(errs, FieldError{Field: "fields." + f.Name, Message: msg})
 			continue
 		}
 		if f.Type == TypeStatus && prev != nil {
 			if msg := checkTransition(f, prev[f.Name], v); msg != "" {
-				errs = append(errs, FieldError{"fields." + f.Name, msg})
+				errs = append(errs, FieldError{Field: "fields." + f.Name, Message: msg})
 			}
 		}
 	}

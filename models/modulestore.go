@@ -122,7 +122,10 @@ func (s *Store) DeleteModule(ctx context.Context, tenantID, id string) error {
 		}
 		// Foreign keys cascade on both databases; say it explicitly so that
 		// a SQLite connection without foreign_keys cannot leave orphans.
-		for _, q := range []string{"DELETE FROM records WHERE module_id = ?", "DELETE FROM module_record_counts WHERE module_id = ?"} {
+		for _, q := range []string{
+			"DELETE FROM records WHERE module_id = ?", "DELETE FROM module_record_counts WHERE module_id = ?",
+			"DELETE FROM inbound_webhooks WHERE module_id = ?", "DELETE FROM inbound_events WHERE module_id = ?",
+		} {
 			if err := tx.Exec(q, id).Error; err != nil {
 				return fmt.Errorf("delete module rows: %w", err)
 			}

@@ -56,21 +56,7 @@ type RecordQuery struct {
 
 // CreateRecord validates and inserts a record.
 func (s *Store) CreateRecord(ctx context.Context, m *Module, fields, customData map[string]any) (*Record, error) {
-	if fields == nil {
-		fields = map[string]any{}
-	}
-	if customData == nil {
-		customData = map[string]any{}
-	}
-	if errs := m.ValidateRecordFields(fields, nil); len(errs) > 0 {
-		return nil, ValidationError(errs)
-	}
-	now := s.now()
-	r := &Record{
-		ID: NewID(PrefixRecord), TenantID: m.TenantID, ModuleID: m.ID,
-		Fields: fields, CustomData: customData, Version: 1, CreatedAt: now, UpdatedAt: now,
-	}
-	events, err := recordEvents(m, nil, r, now)
+	r, events, err := s.newRecord(m, fields, customData)
 	if err != nil {
 		return nil, err
 	}
@@ -79,6 +65,29 @@ func (s *Store) CreateRecord(ctx context.Context, m *Module, fields, customData 
 	}
 	s.eventsWritten()
 	return r, nil
+}
+
+// newRecord validates a new record's values and returns it with its events.
+func (s *Store) newRecord(m *Module, fields, customData map[string]any) (*Record, []Event, error) {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	if customData == nil {
+		customData = map[string]any{}
+	}
+	if errs := m.ValidateRecordFields(fields, nil); len(errs) > 0 {
+		return nil, nil, ValidationError(errs)
+	}
+	now := s.now()
+	r := &Record{
+		ID: NewID(PrefixRecord), TenantID: m.TenantID, ModuleID: m.ID,
+		Fields: fields, CustomData: customData, Version: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	events, err := recordEvents(m, nil, r, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, events, nil
 }
 
 // insertRecord inserts a record, counts it and writes its events,
@@ -116,15 +125,18 @@ func (s *Store) insertRecord(ctx context.Context, r *Record, events []Event) err
 		}
 		return nil
 	}
-	return s.write(ctx, func(tx *gorm.DB) error {
-		if err := tx.Create(r).Error; err != nil {
-			return fmt.Errorf("insert record: %w", err)
-		}
-		if err := s.insertEvents(tx, events); err != nil {
-			return err
-		}
-		return s.addToCount(tx, r.ModuleID, 1)
-	})
+	return s.write(ctx, func(tx *gorm.DB) error { return s.insertRecordTx(tx, r, events) })
+}
+
+// insertRecordTx inserts a record, counts it and writes its events in tx.
+func (s *Store) insertRecordTx(tx *gorm.DB, r *Record, events []Event) error {
+	if err := tx.Create(r).Error; err != nil {
+		return fmt.Errorf("insert record: %w", err)
+	}
+	if err := s.insertEvents(tx, events); err != nil {
+		return err
+	}
+	return s.addToCount(tx, r.ModuleID, 1)
 }
 
 func (s *Store) addToCount(tx *gorm.DB, moduleID string, n int) error {
@@ -253,21 +265,28 @@ func (s *Store) query(ctx context.Context, query string, prepare bool, args ...a
 
 // filter returns the condition that field name equals v, and its arguments.
 func (s *Store) filter(name string, v any) (string, []any, error) {
+	return s.filterOn("fields", name, v)
+}
+
+// filterOn returns the condition that key name of the JSON column equals v
+// (a string, bool or json.Number), and its arguments. column is a constant
+// of the caller's, never input.
+func (s *Store) filterOn(column, name string, v any) (string, []any, error) {
 	if s.dialect == Postgres {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return "", nil, fmt.Errorf("encode filter: %w", err)
 		}
-		return "fields -> ? = CAST(? AS jsonb)", []any{name, string(b)}, nil
+		return column + " -> ? = CAST(? AS jsonb)", []any{name, string(b)}, nil
 	}
 	path := `$."` + name + `"`
 	switch n := v.(type) {
 	case json.Number:
 		if i, err := n.Int64(); err == nil {
-			return "json_extract(fields, ?) = ?", []any{path, i}, nil
+			return "json_extract(" + column + ", ?) = ?", []any{path, i}, nil
 		}
 		f, _ := n.Float64()
-		return "json_extract(fields, ?) = ?", []any{path, f}, nil
+		return "json_extract(" + column + ", ?) = ?", []any{path, f}, nil
 	case bool:
 		// SQLite reads JSON true and false as 1 and 0; the type tells them
 		// from numbers.
@@ -275,9 +294,9 @@ func (s *Store) filter(name string, v any) (string, []any, error) {
 		if n {
 			i, typ = 1, "true"
 		}
-		return "json_extract(fields, ?) = ? AND json_type(fields, ?) = ?", []any{path, i, path, typ}, nil
+		return "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) = ?", []any{path, i, path, typ}, nil
 	}
-	return "json_extract(fields, ?) = ? AND json_type(fields, ?) = 'text'", []any{path, v, path}, nil
+	return "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) = 'text'", []any{path, v, path}, nil
 }
 
 // RecordPatch is an RFC 7396 merge patch of a record's fields and custom
@@ -319,39 +338,9 @@ func (s *Store) updateRecordOnce(ctx context.Context, m *Module, id string, patc
 		if ifMatch != nil && *ifMatch != out.Version {
 			return Errorf(KindPrecondition, "the record is at version %d, not %d", out.Version, *ifMatch)
 		}
-		fields, custom := map[string]any(out.Fields), map[string]any(out.CustomData)
-		newFields, newCustom := fields, custom
-		if patch.Fields != nil {
-			newFields = MergePatch(fields, patch.Fields).(map[string]any)
-		}
-		if patch.CustomData != nil {
-			newCustom = MergePatch(custom, patch.CustomData).(map[string]any)
-		}
-		if errs := m.ValidateRecordFields(newFields, fields); len(errs) > 0 {
-			return ValidationError(errs)
-		}
-		if reflect.DeepEqual(fields, newFields) && reflect.DeepEqual(custom, newCustom) {
-			return nil
-		}
-		changed = true
-		now := s.now()
-		res := tx.Model(&Record{}).Where("id = ? AND version = ?", id, out.Version).Updates(map[string]any{
-			"fields": JSONObject(newFields), "custom_data": JSONObject(newCustom),
-			"version": out.Version + 1, "updated_at": now,
-		})
-		if res.Error != nil {
-			return fmt.Errorf("update record: %w", res.Error)
-		}
-		if res.RowsAffected == 0 {
-			return errVersionRace
-		}
-		before := out
-		out.Fields, out.CustomData, out.Version, out.UpdatedAt = newFields, newCustom, out.Version+1, now
-		events, err := recordEvents(m, &before, &out, now)
-		if err != nil {
-			return err
-		}
-		return s.insertEvents(tx, events)
+		var err error
+		changed, err = s.patchRecordTx(tx, m, &out, patch)
+		return err
 	})
 	if err != nil {
 		return nil, false, err
@@ -360,6 +349,44 @@ func (s *Store) updateRecordOnce(ctx context.Context, m *Module, id string, patc
 		s.eventsWritten()
 	}
 	return &out, changed, nil
+}
+
+// patchRecordTx applies a merge patch to r, a record just read in tx, and
+// writes the change and its events in tx; r becomes the record as changed.
+// It returns errVersionRace when another writer changed the record first.
+func (s *Store) patchRecordTx(tx *gorm.DB, m *Module, r *Record, patch RecordPatch) (bool, error) {
+	fields, custom := map[string]any(r.Fields), map[string]any(r.CustomData)
+	newFields, newCustom := fields, custom
+	if patch.Fields != nil {
+		newFields = MergePatch(fields, patch.Fields).(map[string]any)
+	}
+	if patch.CustomData != nil {
+		newCustom = MergePatch(custom, patch.CustomData).(map[string]any)
+	}
+	if errs := m.ValidateRecordFields(newFields, fields); len(errs) > 0 {
+		return false, ValidationError(errs)
+	}
+	if reflect.DeepEqual(fields, newFields) && reflect.DeepEqual(custom, newCustom) {
+		return false, nil
+	}
+	now := s.now()
+	res := tx.Model(&Record{}).Where("id = ? AND version = ?", r.ID, r.Version).Updates(map[string]any{
+		"fields": JSONObject(newFields), "custom_data": JSONObject(newCustom),
+		"version": r.Version + 1, "updated_at": now,
+	})
+	if res.Error != nil {
+		return false, fmt.Errorf("update record: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return false, errVersionRace
+	}
+	before := *r
+	r.Fields, r.CustomData, r.Version, r.UpdatedAt = newFields, newCustom, r.Version+1, now
+	events, err := recordEvents(m, &before, r, now)
+	if err != nil {
+		return false, err
+	}
+	return true, s.insertEvents(tx, events)
 }
 
 // DeleteRecord deletes a record and returns it as it was.

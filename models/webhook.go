@@ -107,18 +107,18 @@ func NewWebhookSecret() string { return secretPrefix + randomToken(32) }
 func (s *Store) validateEndpoint(ctx context.Context, tenantID string, e *WebhookEndpoint, check URLChecker) ([]FieldError, error) {
 	var errs []FieldError
 	if len(e.Description) > 500 {
-		errs = append(errs, FieldError{"description", "must be at most 500 characters"})
+		errs = append(errs, FieldError{Field: "description", Message: "must be at most 500 characters"})
 	}
 	if len(e.Events) == 0 {
-		errs = append(errs, FieldError{"events", "subscribe to at least one event type"})
+		errs = append(errs, FieldError{Field: "events", Message: "subscribe to at least one event type"})
 	}
 	for _, t := range e.Events {
 		if !slices.Contains(EventTypes, t) {
-			errs = append(errs, FieldError{"events", fmt.Sprintf("unknown event type %q; use one of %v", t, EventTypes)})
+			errs = append(errs, FieldError{Field: "events", Message: fmt.Sprintf("unknown event type %q; use one of %v", t, EventTypes)})
 		}
 	}
 	if e.RetryMax < 1 || e.RetryMax > MaxRetryMax {
-		errs = append(errs, FieldError{"retry_max", fmt.Sprintf("must be between 1 and %d", MaxRetryMax)})
+		errs = append(errs, FieldError{Field: "retry_max", Message: fmt.Sprintf("must be between 1 and %d", MaxRetryMax)})
 	}
 	if len(e.ModuleIDs) > 0 {
 		var found []string
@@ -127,7 +127,7 @@ func (s *Store) validateEndpoint(ctx context.Context, tenantID string, e *Webhoo
 		}
 		for _, id := range e.ModuleIDs {
 			if !slices.Contains(found, id) {
-				errs = append(errs, FieldError{"module_ids", fmt.Sprintf("no such module %q", id)})
+				errs = append(errs, FieldError{Field: "module_ids", Message: fmt.Sprintf("no such module %q", id)})
 			}
 		}
 	}
@@ -150,7 +150,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID string, in Endpoint
 	if in.Secret != nil {
 		secret = *in.Secret
 		if len(secret) < 16 || len(secret) > 200 {
-			return nil, "", ValidationError([]FieldError{{"secret", "must be 16 to 200 characters"}})
+			return nil, "", ValidationError([]FieldError{{Field: "secret", Message: "must be 16 to 200 characters"}})
 		}
 	}
 	errs, err := s.validateEndpoint(ctx, tenantID, e, check)
@@ -226,7 +226,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 		check = nil
 	}
 	if in.Secret != nil {
-		return nil, ValidationError([]FieldError{{"secret", "use rotate-secret to change the secret"}})
+		return nil, ValidationError([]FieldError{{Field: "secret", Message: "use rotate-secret to change the secret"}})
 	}
 	applyEndpointInput(e, in)
 	errs, err := s.validateEndpoint(ctx, tenantID, e, check)
@@ -282,7 +282,7 @@ func (s *Store) EndpointSecrets(e *WebhookEndpoint) (current string, previous st
 // signing alongside it for grace seconds. It returns the new secret.
 func (s *Store) RotateEndpointSecret(ctx context.Context, tenantID, id string, grace int) (*WebhookEndpoint, string, error) {
 	if grace < 0 || grace > MaxGraceSeconds {
-		return nil, "", ValidationError([]FieldError{{"grace_seconds", fmt.Sprintf("must be between 0 and %d", MaxGraceSeconds)}})
+		return nil, "", ValidationError([]FieldError{{Field: "grace_seconds", Message: fmt.Sprintf("must be between 0 and %d", MaxGraceSeconds)}})
 	}
 	secret := NewWebhookSecret()
 	var out WebhookEndpoint

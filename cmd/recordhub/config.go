@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -11,8 +12,10 @@ import (
 // Config is the service's configuration, read from the environment (SPEC §1).
 type Config struct {
 	// Role is what serve runs: all (API, worker, dispatcher), api or worker.
-	Role              string
-	HTTPAddr          string
+	Role     string
+	HTTPAddr string
+	// PublicURL is the base of the inbound webhook URLs shown to admins.
+	PublicURL         string
 	DatabaseURL       string
 	RedisURL          string
 	DataDir           string
@@ -44,6 +47,7 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 	c := Config{
 		Role:              "all",
 		HTTPAddr:          envOr(getenv, "RECORDHUB_HTTP_ADDR", "127.0.0.1:8080"),
+		PublicURL:         getenv("RECORDHUB_PUBLIC_URL"),
 		DatabaseURL:       getenv("DATABASE_URL"),
 		RedisURL:          getenv("REDIS_URL"),
 		DataDir:           envOr(getenv, "RECORDHUB_DATA_DIR", "./data"),
@@ -104,6 +108,11 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
 		errs = append(errs, "DATABASE_URL must be a postgres:// URL (leave it empty for the embedded SQLite file)")
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			errs = append(errs, "RECORDHUB_PUBLIC_URL must be an http or https base URL such as https://records.example.com")
+		}
 	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))

@@ -100,9 +100,10 @@ func run(ctx context.Context, cfg Config, env Env) error {
 	srv := api.New(api.Deps{
 		Store: store, Limiter: limiter, Logs: logs, Registry: reg, Log: log,
 		DefaultRateLimit: cfg.DefaultRateLimit, Ready: checks,
-		CheckURL: func(ctx context.Context, rawURL string) error { return activities.CheckURL(ctx, rawURL, allow) },
-		Replayer: wh,
-		OpsOnly:  !cfg.runsAPI(),
+		CheckURL:  func(ctx context.Context, rawURL string) error { return activities.CheckURL(ctx, rawURL, allow) },
+		Replayer:  wh,
+		PublicURL: cfg.PublicURL,
+		OpsOnly:   !cfg.runsAPI(),
 	})
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),

@@ -1,0 +1,239 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/recordhub/recordhub/api/inbound"
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/mapping"
+)
+
+type ruleJSON struct {
+	Source string `json:"source"`
+	Field  string `json:"field"`
+}
+
+type inboundJSON struct {
+	ID              string     `json:"id"`
+	ModuleID        string     `json:"module_id"`
+	URL             string     `json:"url"`
+	Token           string     `json:"token"`
+	SecretSet       bool       `json:"secret_set"`
+	SignatureScheme string     `json:"signature_scheme"`
+	Mapping         []ruleJSON `json:"mapping"`
+	MatchFields     []string   `json:"match_fields"`
+	Enabled         bool       `json:"enabled"`
+	CreatedAt       time.Time  `json:"created_at"`
+	UpdatedAt       time.Time  `json:"updated_at"`
+}
+
+// inboundInput is the body of PUT …/inbound-webhook. Secret is raw so that
+// absent (keep the secret), null (remove it) and a string (set it) differ.
+type inboundInput struct {
+	Secret          json.RawMessage `json:"secret"`
+	SignatureScheme *string         `json:"signature_scheme"`
+	Mapping         *[]ruleJSON     `json:"mapping"`
+	MatchFields     []string        `json:"match_fields"`
+	Enabled         *bool           `json:"enabled"`
+}
+
+func (in inboundInput) model() (models.InboundInput, error) {
+	out := models.InboundInput{Enabled: true, MatchFields: in.MatchFields}
+	var errs []models.FieldError
+	switch {
+	case in.Secret == nil:
+	case bytes.Equal(in.Secret, []byte("null")):
+		out.ClearSecret = true
+	default:
+		var secret string
+		if err := json.Unmarshal(in.Secret, &secret); err != nil {
+			errs = append(errs, models.FieldError{Field: "secret", Message: "must be a string, or null to remove the secret"})
+		} else {
+			out.Secret = &secret
+		}
+	}
+	out.SignatureScheme = string(inbound.SchemeSHA256)
+	if in.SignatureScheme != nil {
+		out.SignatureScheme = *in.SignatureScheme
+	}
+	if in.Mapping != nil {
+		out.Mapping = make([]mapping.Rule, len(*in.Mapping))
+		for i, r := range *in.Mapping {
+			out.Mapping[i] = mapping.Rule(r)
+		}
+	}
+	if in.Enabled != nil {
+		out.Enabled = *in.Enabled
+	}
+	if len(errs) > 0 {
+		return out, models.ValidationError(errs)
+	}
+	return out, nil
+}
+
+// inboundURL is the public URL of a module's inbound webhook: under the
+// configured public base URL, or else under the address the admin called.
+func (s *Server) inboundURL(c *gin.Context, slug, token string) string {
+	base := s.publicURL
+	if base == "" {
+		scheme := "http"
+		if c.Request.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + c.Request.Host
+	}
+	return strings.TrimRight(base, "/") + "/api/webhooks/" + url.PathEscape(slug) + "/" + token
+}
+
+func (s *Server) inboundOut(c *gin.Context, w *models.InboundWebhook, token string) (inboundJSON, error) {
+	m, err := s.store.GetModule(c.Request.Context(), w.TenantID, w.ModuleID)
+	if err != nil {
+		return inboundJSON{}, err
+	}
+	if token == "" {
+		if token, err = s.store.InboundToken(w); err != nil {
+			return inboundJSON{}, err
+		}
+	}
+	out := inboundJSON{
+		ID: w.ID, ModuleID: w.ModuleID, URL: s.inboundURL(c, m.Slug, token), Token: token, SecretSet: w.Secret != nil,
+		SignatureScheme: w.SignatureScheme, Mapping: make([]ruleJSON, len(w.Mapping)), MatchFields: w.MatchFields,
+		Enabled: w.Enabled, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
+	}
+	for i, r := range w.Mapping {
+		out.Mapping[i] = ruleJSON(r)
+	}
+	if out.MatchFields == nil {
+		out.MatchFields = []string{}
+	}
+	return out, nil
+}
+
+func (s *Server) writeInbound(c *gin.Context, status int, w *models.InboundWebhook, token string) {
+	out, err := s.inboundOut(c, w, token)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(status, out)
+}
+
+func (s *Server) adminPutInbound(c *gin.Context) {
+	callOf(c).moduleID = c.Param("id")
+	var body inboundInput
+	if !s.readJSON(c, &body, false) {
+		return
+	}
+	in, err := body.model()
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	w, token, created, err := s.store.ConfigureInbound(c.Request.Context(), tenantOf(c), c.Param("id"), in)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	s.writeInbound(c, status, w, token)
+}
+
+func (s *Server) adminGetInbound(c *gin.Context) {
+	callOf(c).moduleID = c.Param("id")
+	w, err := s.store.GetInbound(c.Request.Context(), tenantOf(c), c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.writeInbound(c, http.StatusOK, w, "")
+}
+
+func (s *Server) adminDeleteInbound(c *gin.Context) {
+	callOf(c).moduleID = c.Param("id")
+	ctx := c.Request.Context()
+	w, err := s.store.GetInbound(ctx, tenantOf(c), c.Param("id"))
+	if err == nil {
+		err = s.store.DeleteInbound(ctx, tenantOf(c), c.Param("id"))
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"id": w.ID, "deleted": true})
+}
+
+func (s *Server) adminRotateInboundToken(c *gin.Context) {
+	callOf(c).moduleID = c.Param("id")
+	w, token, err := s.store.RotateInboundToken(c.Request.Context(), tenantOf(c), c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.writeInbound(c, http.StatusOK, w, token)
+}
+
+type inboundErrorJSON struct {
+	Code    string              `json:"code"`
+	Message string              `json:"message"`
+	Details []models.FieldError `json:"details"`
+}
+
+type inboundEventJSON struct {
+	ID            string              `json:"id"`
+	ModuleID      string              `json:"module_id"`
+	RequestID     string              `json:"request_id"`
+	ReceivedAt    time.Time           `json:"received_at"`
+	Status        int                 `json:"status"`
+	Action        *string             `json:"action"`
+	RecordID      *string             `json:"record_id"`
+	Error         *inboundErrorJSON   `json:"error"`
+	Headers       map[string][]string `json:"headers"`
+	Body          string              `json:"body"`
+	BodySize      int                 `json:"body_size"`
+	BodyTruncated bool                `json:"body_truncated"`
+	IP            string              `json:"ip"`
+}
+
+func inboundEventOut(ev *models.InboundEvent) inboundEventJSON {
+	out := inboundEventJSON{
+		ID: ev.ID, ModuleID: ev.ModuleID, RequestID: ev.RequestID, ReceivedAt: ev.ReceivedAt, Status: ev.Status,
+		Action: ev.Action, RecordID: ev.RecordID, Headers: nonNilHeaders(ev.Headers), Body: ev.Body,
+		BodySize: ev.BodySize, BodyTruncated: ev.BodyTruncated, IP: ev.IP,
+	}
+	if ev.Error != "" {
+		out.Error = &inboundErrorJSON{Code: ev.Error, Message: ev.ErrorMessage, Details: ev.ErrorDetails}
+		if out.Error.Details == nil {
+			out.Error.Details = []models.FieldError{}
+		}
+	}
+	return out
+}
+
+func (s *Server) adminListInboundEvents(c *gin.Context) {
+	callOf(c).moduleID = c.Param("id")
+	page, err := pageOf(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	evs, total, err := s.store.ListInboundEvents(c.Request.Context(), tenantOf(c), c.Param("id"), page)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := list[inboundEventJSON]{Data: make([]inboundEventJSON, len(evs)), Total: total, Page: page.Page, Limit: page.Limit}
+	for i := range evs {
+		out.Data[i] = inboundEventOut(&evs[i])
+	}
+	c.JSON(http.StatusOK, out)
+}

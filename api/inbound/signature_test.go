@@ -1,0 +1,240 @@
+package inbound_test
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recordhub/recordhub/api/inbound"
+)
+
+const (
+	secret = "s3cret-key"
+	body   = `{"event":"order.created","id":42}`
+)
+
+var now = time.Unix(1_760_000_000, 0)
+
+// hexMAC is the digest of the sha256 and github schemes, computed here
+// independently of the package.
+func hexMAC(key string, b string) string {
+	mac := hmac.New(sha256.New, []byte(key))
+	mac.Write([]byte(b))
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// stdMAC is a Standard Webhooks signature with an explicit key.
+func stdMAC(key []byte, id, ts, b string) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + ts + "." + b))
+	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// checkErr fails t unless err is nil when want is empty, or an *Error whose
+// message contains want.
+func checkErr(t *testing.T, err error, want string) {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Errorf("Verify = %v, want nil", err)
+		}
+		return
+	}
+	var e *inbound.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("Verify = %v (%T), want an *inbound.Error", err, err)
+	}
+	if !strings.Contains(e.Message, want) {
+		t.Errorf("Verify = %q, want a message containing %q", e.Message, want)
+	}
+}
+
+func TestVerifyHex(t *testing.T) {
+	good := hexMAC(secret, body)
+	tests := []struct {
+		name   string
+		header string // the value sent; "-" for no header
+		secret string
+		body   string
+		want   string // part of the message; "" when valid
+	}{
+		{"valid", "sha256=" + good, secret, body, ""},
+		{"uppercase hex", "sha256=" + strings.ToUpper(good), secret, body, ""},
+		{"surrounding space", " sha256=" + good + " ", secret, body, ""},
+		{"wrong secret", "sha256=" + good, "other", body, "signature does not match"},
+		{"body changed by one byte", "sha256=" + good, secret, body[:len(body)-2] + "3}", "signature does not match"},
+		{"empty body", "sha256=" + good, secret, "", "signature does not match"},
+		{"missing", "-", secret, body, "missing"},
+		{"empty", "", secret, body, "missing"},
+		{"no prefix", good, secret, body, "must be sha256=<64 hex digits>"},
+		{"other algorithm", "sha1=" + good, secret, body, "must be sha256="},
+		{"uppercase prefix", "SHA256=" + good, secret, body, "must be sha256="},
+		{"prefix only", "sha256=", secret, body, "must be sha256="},
+		{"non-hex", "sha256=" + strings.Repeat("zz", 32), secret, body, "must be sha256="},
+		{"odd length", "sha256=" + good[:63], secret, body, "must be sha256="},
+		{"truncated", "sha256=" + good[:62], secret, body, "must be sha256="},
+		{"two digests", "sha256=" + good + ",sha256=" + good, secret, body, "must be sha256="},
+		{"empty secret", "sha256=" + hexMAC("", body), "", body, "no signing secret"},
+	}
+	for _, scheme := range []struct {
+		scheme inbound.Scheme
+		header string
+		other  string
+	}{
+		{inbound.SchemeSHA256, "x-webhook-signature", "X-Hub-Signature-256"},
+		{inbound.SchemeGitHub, "x-hub-signature-256", "X-Webhook-Signature"},
+	} {
+		for _, tt := range tests {
+			t.Run(string(scheme.scheme)+"/"+tt.name, func(t *testing.T) {
+				h := http.Header{}
+				if tt.header != "-" {
+					h.Set(scheme.header, tt.header)
+				}
+				err := inbound.Verify(scheme.scheme, tt.secret, h, []byte(tt.body), now)
+				want := tt.want
+				if want == "missing" || strings.HasPrefix(want, "must be") {
+					want = http.CanonicalHeaderKey(scheme.header)
+				}
+				checkErr(t, err, want)
+			})
+		}
+		t.Run(string(scheme.scheme)+"/other scheme's header", func(t *testing.T) {
+			h := http.Header{}
+			h.Set(scheme.other, "sha256="+good)
+			checkErr(t, inbound.Verify(scheme.scheme, secret, h, []byte(body), now), "missing "+http.CanonicalHeaderKey(scheme.header))
+		})
+	}
+}
+
+func TestVerifyStandard(t *testing.T) {
+	const id = "msg_2Kd4Vx"
+	key := []byte("0123456789abcdef0123456789abcdef")
+	whsec := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	whsecRaw := "whsec_" + base64.RawStdEncoding.EncodeToString(key[:31]) // 31 bytes: padding differs
+	ts := strconv.FormatInt(now.Unix(), 10)
+	at := func(d time.Duration) string { return strconv.FormatInt(now.Add(d).Unix(), 10) }
+	sig := func(key []byte, ts string) string { return "v1," + stdMAC(key, id, ts, body) }
+	good := sig([]byte(secret), ts)
+
+	tests := []struct {
+		name   string
+		secret string
+		id     string // "-" for no header, as for ts and sigs
+		ts     string
+		sigs   string
+		body   string
+		want   string
+	}{
+		{"valid", secret, id, ts, good, body, ""},
+		{"wrong secret", "other", id, ts, good, body, "signature does not match"},
+		{"body changed by one byte", secret, id, ts, good, body[:len(body)-2] + "3}", "signature does not match"},
+		{"id changed", secret, id + "x", ts, good, body, "signature does not match"},
+		{"second entry matches", secret, id, ts, sig([]byte("old"), ts) + " " + good, body, ""},
+		{"extra spaces", secret, id, ts, "  " + sig([]byte("old"), ts) + "   " + good + " ", body, ""},
+		{"v1a entry ignored", secret, id, ts, "v1a," + stdMAC([]byte(secret), id, ts, body), body, `no "v1,<base64>" entry`},
+		{"v1a then v1", secret, id, ts, "v1a,abc " + good, body, ""},
+		{"v2 entry ignored", secret, id, ts, "v2," + stdMAC([]byte(secret), id, ts, body), body, `no "v1,<base64>" entry`},
+		{"no comma", secret, id, ts, "v1" + stdMAC([]byte(secret), id, ts, body), body, `no "v1,<base64>" entry`},
+		{"bad base64", secret, id, ts, "v1,!!!", body, "signature does not match"},
+		{"unpadded base64", secret, id, ts, strings.TrimRight(good, "="), body, "signature does not match"},
+		{"hex instead of base64", secret, id, ts, "v1," + hexMAC(secret, id+"."+ts+"."+body), body, "signature does not match"},
+		{"match past ten entries ignored", secret, id, ts, strings.Repeat("v1,AAAA ", 10) + good, body, "signature does not match"},
+		{"match as tenth entry", secret, id, ts, strings.Repeat("v1,AAAA ", 9) + good, body, ""},
+		{"4 minutes old", secret, id, at(-4 * time.Minute), sig([]byte(secret), at(-4*time.Minute)), body, ""},
+		{"4 minutes ahead", secret, id, at(4 * time.Minute), sig([]byte(secret), at(4*time.Minute)), body, ""},
+		{"6 minutes old", secret, id, at(-6 * time.Minute), sig([]byte(secret), at(-6*time.Minute)), body, "outside the 5-minute tolerance"},
+		{"6 minutes ahead", secret, id, at(6 * time.Minute), sig([]byte(secret), at(6*time.Minute)), body, "outside the 5-minute tolerance"},
+		{"timestamp in milliseconds", secret, id, ts + "000", sig([]byte(secret), ts+"000"), body, "outside the 5-minute tolerance"},
+		{"non-numeric timestamp", secret, id, "soon", sig([]byte(secret), "soon"), body, "unix seconds"},
+		{"signed timestamp", secret, id, "+" + ts, sig([]byte(secret), "+"+ts), body, "unix seconds"},
+		{"fractional timestamp", secret, id, ts + ".5", sig([]byte(secret), ts+".5"), body, "unix seconds"},
+		{"huge timestamp", secret, id, strings.Repeat("9", 19), sig([]byte(secret), strings.Repeat("9", 19)), body, "unix seconds"},
+		{"missing id", secret, "-", ts, good, body, "missing webhook-id"},
+		{"empty id", secret, "", ts, good, body, "missing webhook-id"},
+		{"long id", secret, strings.Repeat("i", 257), ts, good, body, "webhook-id must be at most"},
+		{"missing timestamp", secret, id, "-", good, body, "missing webhook-timestamp"},
+		{"missing signature", secret, id, ts, "-", body, "missing webhook-signature"},
+		{"blank signature", secret, id, ts, "   ", body, "missing webhook-signature"},
+		{"long signature header", secret, id, ts, good + strings.Repeat(" ", 4096), body, "webhook-signature must be at most"},
+		{"whsec decoded key", whsec, id, ts, sig(key, ts), body, ""},
+		{"whsec unpadded decoded key", whsecRaw, id, ts, sig(key[:31], ts), body, ""},
+		{"whsec raw bytes, as recordhub signs", whsec, id, ts, sig([]byte(whsec), ts), body, ""},
+		{"whsec wrong key", whsec, id, ts, sig(key[1:], ts), body, "signature does not match"},
+		{"whsec not base64: raw bytes only", "whsec_!!", id, ts, sig([]byte("whsec_!!"), ts), body, ""},
+		{"empty secret", "", id, ts, sig(nil, ts), body, "no signing secret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			for name, v := range map[string]string{"webhook-id": tt.id, "webhook-timestamp": tt.ts, "webhook-signature": tt.sigs} {
+				if v != "-" {
+					h.Set(name, v)
+				}
+			}
+			checkErr(t, inbound.Verify(inbound.SchemeStandard, tt.secret, h, []byte(tt.body), now), tt.want)
+		})
+	}
+}
+
+// TestVerifyStandardOutbound checks interop with activities.standardSignature,
+// which keys with the whole secret string, "whsec_" included; its headers are
+// rebuilt here the way activities.setHeaders writes them.
+func TestVerifyStandardOutbound(t *testing.T) {
+	const (
+		current  = "whsec_cmVjb3JkaHViLWN1cnJlbnQ="
+		previous = "whsec_cmVjb3JkaHViLXByZXZpb3Vz"
+		id       = "01JZ8Q3W9XK2M4N6P8R0T2V4X6"
+	)
+	ts := strconv.FormatInt(now.Unix(), 10)
+	sign := func(secret string) string {
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(id + "." + ts + "."))
+		mac.Write([]byte(body))
+		return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	}
+	h := http.Header{}
+	h.Set("Webhook-Id", id)
+	h.Set("Webhook-Timestamp", ts)
+	h.Set("Webhook-Signature", strings.Join([]string{"v1," + sign(current), "v1," + sign(previous)}, " "))
+	for _, s := range []string{current, previous} {
+		if err := inbound.Verify(inbound.SchemeStandard, s, h, []byte(body), now); err != nil {
+			t.Errorf("Verify with %q: %v", s, err)
+		}
+	}
+	checkErr(t, inbound.Verify(inbound.SchemeStandard, "whsec_b3RoZXI=", h, []byte(body), now), "signature does not match")
+}
+
+func TestVerifyUnknownScheme(t *testing.T) {
+	h := http.Header{}
+	h.Set("X-Webhook-Signature", "sha256="+hexMAC(secret, body))
+	checkErr(t, inbound.Verify("sha1", secret, h, []byte(body), now), "unknown signature scheme")
+	checkErr(t, inbound.Verify("", secret, h, []byte(body), now), "unknown signature scheme")
+}
+
+func TestParseScheme(t *testing.T) {
+	tests := []struct {
+		in     string
+		want   inbound.Scheme
+		wantOK bool
+	}{
+		{"", inbound.SchemeSHA256, true},
+		{"sha256", inbound.SchemeSHA256, true},
+		{"github", inbound.SchemeGitHub, true},
+		{"standard_webhooks", inbound.SchemeStandard, true},
+		{"GitHub", "", false},
+		{"sha1", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := inbound.ParseScheme(tt.in)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("ParseScheme(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}

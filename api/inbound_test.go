@@ -1,0 +1,540 @@
+package api_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/recordhub/recordhub/api"
+	"github.com/recordhub/recordhub/api/inbound"
+	"github.com/recordhub/recordhub/api/ratelimit"
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
+)
+
+// inboundHook is a module with a configured inbound webhook.
+type inboundHook struct {
+	moduleID string
+	path     string // /api/webhooks/<slug>/<token>
+	token    string
+}
+
+// shopOrderFields is the module the inbound tests map into.
+var shopOrderFields = []map[string]any{
+	{"name": "order_id", "type": "string", "required": true},
+	{"name": "total", "type": "integer"},
+	{"name": "email", "type": "email"},
+	{"name": "state", "type": "status", "states": []string{"new", "paid"}, "initial": "new"},
+}
+
+// orderConfig maps {"order": {"id", "total", "customer": {"email"}}, "source"}.
+func orderConfig(extra map[string]any) map[string]any {
+	cfg := map[string]any{
+		"mapping": []map[string]any{
+			{"source": "$.payload.order.id", "field": "order_id"},
+			{"source": "$.payload.order.total", "field": "total"},
+			{"source": "$.payload.order.customer.email", "field": "email"},
+			{"source": "$.payload.order.state", "field": "state"},
+			{"source": "$.payload['source system']", "field": "custom_data.source"},
+		},
+		"match_fields": []string{"order_id"},
+	}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	return cfg
+}
+
+// configureInbound creates a module with slug and configures its inbound
+// webhook with cfg.
+func (e *env) configureInbound(slug string, cfg map[string]any) inboundHook {
+	e.t.Helper()
+	mod := e.createModule(slug, shopOrderFields...)
+	got := e.call("PUT", "/api/admin/modules/"+mod+"/inbound-webhook", e.admin, cfg).want(201).json()
+	token, _ := got["token"].(string)
+	u, err := url.Parse(got["url"].(string))
+	if err != nil || token == "" || u.Path != "/api/webhooks/"+slug+"/"+token {
+		e.t.Fatalf("url %v, token %q: want …/api/webhooks/%s/<token>", got["url"], token, slug)
+	}
+	return inboundHook{moduleID: mod, path: u.Path, token: token}
+}
+
+// inboundEvent is an inbound event as the admin API lists it.
+type inboundEvent struct {
+	ID            string                 `json:"id"`
+	RequestID     string                 `json:"request_id"`
+	Status        int                    `json:"status"`
+	Action        *string                `json:"action"`
+	RecordID      *string                `json:"record_id"`
+	Error         *struct{ Code string } `json:"error"`
+	Headers       map[string][]string    `json:"headers"`
+	Body          string                 `json:"body"`
+	BodySize      int                    `json:"body_size"`
+	BodyTruncated bool                   `json:"body_truncated"`
+}
+
+func (e *env) inboundEvents(moduleID string) []inboundEvent {
+	e.t.Helper()
+	var page struct {
+		Data  []inboundEvent `json:"data"`
+		Total int            `json:"total"`
+	}
+	e.call("GET", "/api/admin/modules/"+moduleID+"/inbound-events?limit=100", e.admin, nil).want(200).decode(&page)
+	if page.Total != len(page.Data) {
+		e.t.Fatalf("total %d, %d rows", page.Total, len(page.Data))
+	}
+	return page.Data
+}
+
+func hexMAC(secret, body string) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(body))
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+const inboundSecret = "in-secret-0123456789abcdef"
+
+func TestInboundCreatesThenUpdates(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		h := e.configureInbound("orders", orderConfig(map[string]any{"secret": inboundSecret}))
+
+		got := e.call("GET", "/api/admin/modules/"+h.moduleID+"/inbound-webhook", e.admin, nil).want(200).json()
+		if got["token"] != h.token || got["secret_set"] != true || got["signature_scheme"] != "sha256" || got["secret"] != nil {
+			t.Errorf("GET inbound-webhook = %v: want the same token, secret_set and no secret", got)
+		}
+
+		send := func(body string) *resp {
+			t.Helper()
+			return e.call("POST", h.path, "", body, "X-Webhook-Signature", "sha256="+hexMAC(inboundSecret, body), "User-Agent", "shop/1.0")
+		}
+		first := `{"order":{"id":"A-1","total":40,"customer":{"email":"ann@example.com"}},"source system":"shop"}`
+		created := send(first).want(202).json()
+		recID, _ := created["recordId"].(string)
+		if created["action"] != "created" || !strings.HasPrefix(recID, "rec_") {
+			t.Fatalf("first call answered %v, want created rec_…", created)
+		}
+		updated := send(`{"order":{"id":"A-1","total":42,"state":"paid"}}`).want(202).json()
+		if diff := cmp.Diff(map[string]any{"recordId": recID, "action": "updated"}, updated); diff != "" {
+			t.Errorf("second call (-want +got):\n%s", diff)
+		}
+
+		rec := e.call("GET", "/api/modules/"+h.moduleID+"/records/"+recID, e.admin, nil).want(200).json()
+		wantFields := map[string]any{"order_id": "A-1", "total": float64(42), "email": "ann@example.com", "state": "paid"}
+		if diff := cmp.Diff(wantFields, rec["fields"]); diff != "" {
+			t.Errorf("record fields (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(map[string]any{"source": "shop"}, rec["custom_data"]); diff != "" {
+			t.Errorf("record custom_data (-want +got):\n%s", diff)
+		}
+		if total := e.call("GET", "/api/modules/"+h.moduleID+"/records", e.admin, nil).want(200).json()["total"]; total != float64(1) {
+			t.Errorf("module holds %v records, want 1", total)
+		}
+
+		// The writes raised the same outbound events as REST writes do.
+		events, err := e.store.PendingEvents(context.Background(), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, ev := range events {
+			if ev.RecordID == recID {
+				types = append(types, ev.Type)
+			}
+		}
+		if diff := cmp.Diff([]string{"record_created", "record_updated", "status_change"}, types); diff != "" {
+			t.Errorf("outbound events of the record (-want +got):\n%s", diff)
+		}
+
+		kept := e.inboundEvents(h.moduleID)
+		if len(kept) != 2 {
+			t.Fatalf("%d inbound events, want 2", len(kept))
+		}
+		newest, oldest := kept[0], kept[1]
+		if oldest.Status != 202 || deref(oldest.Action) != "created" || deref(oldest.RecordID) != recID || oldest.Body != first || oldest.BodySize != len(first) {
+			t.Errorf("first inbound event %+v: want 202 created %s with the raw body", oldest, recID)
+		}
+		if deref(newest.Action) != "updated" || newest.Error != nil || newest.Headers["User-Agent"][0] != "shop/1.0" || len(newest.Headers["X-Webhook-Signature"]) != 1 {
+			t.Errorf("second inbound event %+v: want updated with the sender's headers", newest)
+		}
+
+		// The calls are in the access log, attributed to the tenant and module.
+		e.flushLogs()
+		logs := e.waitForLogs(url.Values{"method": {"POST"}, "status": {"202"}}, 2)
+		for _, l := range logs.Data {
+			if l.Route != "/api/webhooks/:moduleSlug/:token" || deref(l.TenantID) != e.tenantID || deref(l.ModuleID) != h.moduleID || l.KeyID != nil {
+				t.Errorf("access-log row %+v: want the inbound route, tenant and module, no key", l)
+			}
+		}
+	})
+}
+
+func TestInboundUnknownURLsAnswerAlike(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		a := e.configureInbound("alpha", orderConfig(nil))
+		b := e.configureInbound("beta", orderConfig(nil))
+		other := newEnvOn(t, e.store)
+		c := other.configureInbound("gamma", orderConfig(nil))
+
+		body := `{"order":{"id":"X"}}`
+		for _, path := range []string{
+			"/api/webhooks/nosuch/" + a.token,                 // unknown slug
+			"/api/webhooks/alpha/" + strings.Repeat("x", 43),  // unknown token
+			"/api/webhooks/alpha/" + b.token,                  // another module's token
+			"/api/webhooks/alpha/" + c.token,                  // another tenant's token
+			"/api/webhooks/gamma/" + a.token,                  // another tenant's slug
+			"/api/webhooks/alpha/" + a.token[:len(a.token)-1], // a prefix of the right token
+		} {
+			r := e.call("POST", path, "", body, "X-Request-Id", "same-id")
+			r.want(404)
+			if string(r.body) != `{"error":"not_found","message":"no inbound webhook at this URL","request_id":"same-id"}` {
+				t.Errorf("POST %s answered %s", path, r.body)
+			}
+		}
+		for _, h := range []inboundHook{a, b} {
+			if n := len(e.inboundEvents(h.moduleID)); n != 0 {
+				t.Errorf("%d inbound events kept for calls that named no webhook", n)
+			}
+		}
+		// The right pair still works.
+		e.call("POST", a.path, "", body).want(202)
+	})
+}
+
+func TestInboundSignatureSchemes(t *testing.T) {
+	now := time.Now()
+	ts := strconv.FormatInt(now.Unix(), 10)
+	body := `{"order":{"id":"S-1"}}`
+	standard := func(secret, id, ts string) string {
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(id + "." + ts + "." + body))
+		return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	}
+	tests := []struct {
+		scheme  string
+		headers []string
+		want    int
+	}{
+		{"sha256", []string{"X-Webhook-Signature", "sha256=" + hexMAC(inboundSecret, body)}, 202},
+		{"sha256", []string{"X-Webhook-Signature", "sha256=" + strings.ToUpper(hexMAC(inboundSecret, body))}, 202},
+		{"sha256", nil, 401},
+		{"sha256", []string{"X-Webhook-Signature", "sha256=" + hexMAC("another-secret-0123456789", body)}, 401},
+		{"sha256", []string{"X-Webhook-Signature", hexMAC(inboundSecret, body)}, 401},
+		{"sha256", []string{"X-Hub-Signature-256", "sha256=" + hexMAC(inboundSecret, body)}, 401},
+		{"github", []string{"X-Hub-Signature-256", "sha256=" + hexMAC(inboundSecret, body)}, 202},
+		{"github", []string{"X-Webhook-Signature", "sha256=" + hexMAC(inboundSecret, body)}, 401},
+		{"standard_webhooks", []string{"webhook-id", "msg_1", "webhook-timestamp", ts, "webhook-signature", standard(inboundSecret, "msg_1", ts)}, 202},
+		{"standard_webhooks", []string{"webhook-id", "msg_1", "webhook-timestamp", ts, "webhook-signature", "v1,AAAA " + standard(inboundSecret, "msg_1", ts)}, 202},
+		{"standard_webhooks", []string{"webhook-id", "msg_2", "webhook-timestamp", ts, "webhook-signature", standard(inboundSecret, "msg_1", ts)}, 401},
+		{"standard_webhooks", func() []string {
+			old := strconv.FormatInt(now.Add(-6*time.Minute).Unix(), 10)
+			return []string{"webhook-id", "msg_1", "webhook-timestamp", old, "webhook-signature", standard(inboundSecret, "msg_1", old)}
+		}(), 401},
+	}
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		hooks := map[string]inboundHook{}
+		for _, scheme := range []string{"sha256", "github", "standard_webhooks"} {
+			hooks[scheme] = e.configureInbound(strings.ReplaceAll(scheme, "_", "-"), orderConfig(map[string]any{"secret": inboundSecret, "signature_scheme": scheme}))
+		}
+		for i, tt := range tests {
+			r := e.call("POST", hooks[tt.scheme].path, "", body, tt.headers...)
+			if r.status != tt.want {
+				t.Errorf("%d: %s with %v → %d %s, want %d", i, tt.scheme, tt.headers, r.status, r.body, tt.want)
+				continue
+			}
+			if tt.want == 401 && r.errorCode() != "invalid_signature" {
+				t.Errorf("%d: error %q, want invalid_signature", i, r.errorCode())
+			}
+		}
+		// Refused calls are kept with their outcome, and made nothing.
+		for scheme, h := range hooks {
+			var refused int
+			for _, ev := range e.inboundEvents(h.moduleID) {
+				if ev.Status == 401 {
+					refused++
+					if ev.Error == nil || ev.Error.Code != "invalid_signature" || ev.RecordID != nil || ev.Body != body {
+						t.Errorf("%s: refused event %+v", scheme, ev)
+					}
+				}
+			}
+			if refused == 0 {
+				t.Errorf("%s: no refused call kept", scheme)
+			}
+		}
+	})
+}
+
+func TestInboundRefusesBadBodies(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		h := e.configureInbound("orders", orderConfig(nil))
+		big := `{"pad":"` + strings.Repeat("a", api1MiB) + `"}`
+		tests := []struct {
+			name    string
+			body    string
+			headers []string
+			status  int
+			code    string
+			details []string
+		}{
+			{"too large", big, nil, 413, "payload_too_large", nil},
+			{"not json", "order_id=1", []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "unsupported_media_type", nil},
+			{"malformed", `{"order":`, nil, 400, "invalid_request", nil},
+			{"scalar", `42`, nil, 400, "invalid_request", nil},
+			{"two values", `{} {}`, nil, 400, "invalid_request", nil},
+			{"empty", ``, nil, 400, "invalid_request", nil},
+			{"wrong type", `{"order":{"id":"B-1","total":"lots"}}`, nil, 422, "mapping_failed", []string{"fields.total"}},
+			{"bad state", `{"order":{"id":"B-1","state":"lost","customer":{"email":"nope"}}}`, nil, 422, "mapping_failed", []string{"fields.email", "fields.state"}},
+			{"no match value", `{"order":{"total":1}}`, nil, 422, "mapping_failed", []string{"fields.order_id"}},
+			{"object match value", `{"order":{"id":{"a":1}}}`, nil, 422, "mapping_failed", []string{"fields.order_id"}},
+		}
+		for _, tt := range tests {
+			r := e.call("POST", h.path, "", tt.body, tt.headers...)
+			if r.status != tt.status || r.errorCode() != tt.code {
+				t.Errorf("%s: %d %s, want %d %s", tt.name, r.status, truncateBody(r.body), tt.status, tt.code)
+				continue
+			}
+			if tt.details == nil {
+				continue
+			}
+			var got struct {
+				Details []models.FieldError `json:"details"`
+			}
+			r.decode(&got)
+			var fields []string
+			for _, dt := range got.Details {
+				fields = append(fields, dt.Field)
+				if dt.Rule == nil || dt.Source == "" {
+					t.Errorf("%s: detail %+v names no rule", tt.name, dt)
+				}
+			}
+			if diff := cmp.Diff(tt.details, fields); diff != "" {
+				t.Errorf("%s: detail fields (-want +got):\n%s", tt.name, diff)
+			}
+		}
+		if total := e.call("GET", "/api/modules/"+h.moduleID+"/records", e.admin, nil).want(200).json()["total"]; total != float64(0) {
+			t.Errorf("refused calls made %v records", total)
+		}
+		kept := e.inboundEvents(h.moduleID)
+		if len(kept) != len(tests) {
+			t.Fatalf("%d inbound events kept, want %d", len(kept), len(tests))
+		}
+		for i, ev := range kept {
+			tt := tests[len(tests)-1-i]
+			if ev.Status != tt.status || ev.Error == nil || ev.Error.Code != tt.code {
+				t.Errorf("%s: kept %d %+v, want %d %s", tt.name, ev.Status, ev.Error, tt.status, tt.code)
+			}
+			if tt.status != 413 && ev.Body != tt.body {
+				t.Errorf("%s: kept body %q, want the raw body", tt.name, ev.Body)
+			}
+			if tt.status == 413 && (!ev.BodyTruncated || ev.BodySize < api1MiB) {
+				t.Errorf("too large: kept size %d truncated %v", ev.BodySize, ev.BodyTruncated)
+			}
+		}
+	})
+}
+
+const api1MiB = 1 << 20
+
+func truncateBody(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
+}
+
+func TestInboundConcurrentSamePayloadMakesOneRecord(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		h := e.configureInbound("orders", orderConfig(nil))
+		const n = 12
+		actions := make(chan string, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := e.call("POST", h.path, "", fmt.Sprintf(`{"order":{"id":"C-1","total":%d}}`, i))
+				if r.status != 202 {
+					t.Errorf("call %d: %d %s", i, r.status, r.body)
+					return
+				}
+				actions <- r.json()["action"].(string)
+			}()
+		}
+		wg.Wait()
+		close(actions)
+		count := map[string]int{}
+		for a := range actions {
+			count[a]++
+		}
+		if diff := cmp.Diff(map[string]int{"created": 1, "updated": n - 1}, count); diff != "" {
+			t.Errorf("actions (-want +got):\n%s", diff)
+		}
+		if total := e.call("GET", "/api/modules/"+h.moduleID+"/records", e.admin, nil).want(200).json()["total"]; total != float64(1) {
+			t.Errorf("%d concurrent calls with one order id made %v records, want 1", n, total)
+		}
+	})
+}
+
+func TestInboundRateLimit(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		// Two replicas share the webhook's budget through Redis.
+		prefix := limiterPrefix()
+		db := storetest.NewDB(t, d)
+		a := newEnvOn(t, db.Open(t, models.Options{}), withLimiter(ratelimit.NewRedis(storetest.Redis(t), prefix)))
+		b := replicaOf(t, a, db.Open(t, models.Options{}), withLimiter(ratelimit.NewRedis(storetest.Redis(t), prefix)))
+		cfg := orderConfig(nil)
+		cfg["match_fields"] = []string{}
+		h := a.configureInbound("orders", cfg)
+		statuses := map[int]int{}
+		var last *resp
+		for i := range models.InboundRateLimit + 2 {
+			e := a
+			if i%2 == 1 {
+				e = b
+			}
+			last = e.call("POST", h.path, "", `{"order":{"id":"R"}}`)
+			statuses[last.status]++
+		}
+		if diff := cmp.Diff(map[int]int{202: models.InboundRateLimit, 429: 2}, statuses); diff != "" {
+			t.Errorf("statuses (-want +got):\n%s", diff)
+		}
+		var body struct {
+			Error      string `json:"error"`
+			Limit      int    `json:"limit"`
+			RetryAfter int    `json:"retry_after"`
+		}
+		last.decode(&body)
+		if body.Error != "rate_limited" || body.Limit != 60 || body.RetryAfter < 1 || last.header.Get("Retry-After") != strconv.Itoa(body.RetryAfter) || last.header.Get("X-RateLimit-Limit") != "60" {
+			t.Errorf("429 answer %s, headers %v", last.body, last.header)
+		}
+		// The refused calls are kept, without their bodies.
+		var limited int
+		for _, ev := range a.inboundEvents(h.moduleID) {
+			if ev.Status == 429 {
+				limited++
+				if ev.Body != "" || ev.Error == nil || ev.Error.Code != "rate_limited" {
+					t.Errorf("rate-limited event %+v", ev)
+				}
+			}
+		}
+		if limited != 2 {
+			t.Errorf("%d rate-limited calls kept, want 2", limited)
+		}
+	})
+}
+
+func TestInboundAdmin(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		mod := e.createModule("orders", shopOrderFields...)
+		base := "/api/admin/modules/" + mod + "/inbound-webhook"
+		e.call("GET", base, e.admin, nil).want(404)
+
+		bad := map[string]any{
+			"mapping": []map[string]any{
+				{"source": "$.payload.order.id", "field": "order_id"},
+				{"source": "$.payload.items[*].sku", "field": "total"},
+				{"source": "$.payload.x", "field": "nosuch"},
+				{"source": "$.other", "field": "custom_data.x"},
+				{"source": "$.payload.y", "field": "order_id"},
+			},
+			"match_fields": []string{"email"},
+			"secret":       "short",
+		}
+		wantDetails(t, e.call("PUT", base, e.admin, bad), "mapping[1].source", "mapping[2].field", "mapping[3].source", "mapping[4].field", "match_fields[0]", "secret")
+		wantDetails(t, e.call("PUT", base, e.admin, map[string]any{"signature_scheme": "md5", "mapping": []any{}}), "mapping", "signature_scheme")
+		wantDetails(t, e.call("PUT", base, e.admin, map[string]any{"signature_scheme": "", "secret": 5}), "secret")
+		e.call("PUT", base, e.admin, map[string]any{"mapping": []any{}, "extra": 1}).want(400)
+		e.call("PUT", "/api/admin/modules/mod_nosuch/inbound-webhook", e.admin, orderConfig(nil)).want(404)
+
+		first := e.call("PUT", base, e.admin, orderConfig(map[string]any{"secret": inboundSecret})).want(201).json()
+		path := mustPath(t, first["url"])
+		// A second PUT replaces the configuration and keeps token and secret.
+		second := e.call("PUT", base, e.admin, orderConfig(map[string]any{"enabled": false})).want(200).json()
+		if second["token"] != first["token"] || second["secret_set"] != true || second["enabled"] != false {
+			t.Errorf("after a PUT without secret: %v", second)
+		}
+		r := e.call("POST", path, "", `{"order":{"id":"D"}}`)
+		if r.status != 404 || !strings.Contains(string(r.body), "disabled") {
+			t.Errorf("disabled webhook answered %d %s", r.status, r.body)
+		}
+		third := e.call("PUT", base, e.admin, orderConfig(map[string]any{"secret": nil})).want(200).json()
+		if third["secret_set"] != false || third["enabled"] != true {
+			t.Errorf("after secret null: %v", third)
+		}
+		e.call("POST", path, "", `{"order":{"id":"D"}}`).want(202)
+
+		// Rotation: the old URL stops at once.
+		rotated := e.call("POST", base+"/rotate-token", e.admin, nil).want(200).json()
+		newPath := mustPath(t, rotated["url"])
+		if rotated["token"] == first["token"] || newPath == path {
+			t.Fatalf("rotate-token kept the token")
+		}
+		e.call("POST", path, "", `{"order":{"id":"D"}}`).want(404)
+		e.call("POST", newPath, "", `{"order":{"id":"D"}}`).want(202)
+
+		// Another tenant sees none of it.
+		other := newEnvOn(t, e.store)
+		other.call("GET", base, other.admin, nil).want(404)
+		other.call("GET", "/api/admin/modules/"+mod+"/inbound-events", other.admin, nil).want(404)
+		other.call("POST", base+"/rotate-token", other.admin, nil).want(404)
+		other.call("DELETE", base, other.admin, nil).want(404)
+
+		deleted := e.call("DELETE", base, e.admin, nil).want(200).json()
+		if deleted["id"] != first["id"] {
+			t.Errorf("DELETE answered %v, want the webhook's id %v", deleted, first["id"])
+		}
+		e.call("POST", newPath, "", `{"order":{"id":"D"}}`).want(404)
+		e.call("GET", base, e.admin, nil).want(404)
+		// Kept: the call to the disabled webhook and the two accepted; the
+		// calls to URLs that named no webhook are in the access log only.
+		if n := len(e.inboundEvents(mod)); n != 3 {
+			t.Errorf("%d inbound events after delete, want the 3 calls kept", n)
+		}
+	})
+}
+
+func mustPath(t *testing.T, raw any) string {
+	t.Helper()
+	s, _ := raw.(string)
+	u, err := url.Parse(s)
+	if err != nil || !strings.HasPrefix(u.Path, "/api/webhooks/") {
+		t.Fatalf("url %v", raw)
+	}
+	return u.Path
+}
+
+func TestInboundPublicURL(t *testing.T) {
+	e := newEnv(t, models.SQLite, func(d *api.Deps) { d.PublicURL = "https://records.example.com/" })
+	mod := e.createModule("orders", shopOrderFields...)
+	got := e.call("PUT", "/api/admin/modules/"+mod+"/inbound-webhook", e.admin, orderConfig(nil)).want(201).json()
+	if want := "https://records.example.com/api/webhooks/orders/" + got["token"].(string); got["url"] != want {
+		t.Errorf("url %v, want %s", got["url"], want)
+	}
+}
+
+// The store keeps scheme names that api/inbound must verify.
+func TestInboundSchemesAgree(t *testing.T) {
+	var verified []string
+	for _, s := range inbound.Schemes {
+		verified = append(verified, string(s))
+	}
+	if diff := cmp.Diff(models.InboundSchemes, verified); diff != "" {
+		t.Errorf("schemes the store accepts vs. those verified (-store +verified):\n%s", diff)
+	}
+}
