@@ -215,6 +215,46 @@ func TestWebhooksEndToEnd(t *testing.T) {
 				}
 				return false
 			})
+
+			// recordhub to recordhub: an endpoint delivers the orders module's
+			// new records to the inbound webhook of a mirror module, keyed
+			// with the endpoint's own secret, so the outbound signature is
+			// verified inbound; the mirror's record then fires its own
+			// outbound events, as a REST write would.
+			mirror := jsonCall(t, "POST", base+"/api/admin/modules", key, map[string]any{"slug": "mirror", "name": "Mirror",
+				"fields": []any{map[string]any{"name": "source_id", "type": "string", "required": true}, map[string]any{"name": "title", "type": "string"}}})
+			mirrorID := mirror["id"].(string)
+			ep := jsonCall(t, "POST", base+"/api/admin/webhook-endpoints", key, map[string]any{"url": "http://127.0.0.1:1/placeholder", "events": []string{"record_created"}, "module_ids": []string{modID}})
+			hook := jsonCall(t, "PUT", base+"/api/admin/modules/"+mirrorID+"/inbound-webhook", key, map[string]any{
+				"secret":       ep["secret"],
+				"mapping":      []any{map[string]any{"source": "$.payload.record.id", "field": "source_id"}, map[string]any{"source": "$.payload.record.fields.title", "field": "title"}},
+				"match_fields": []string{"source_id"},
+			})
+			jsonCall(t, "PATCH", base+"/api/admin/webhook-endpoints/"+ep["id"].(string), key, map[string]any{"url": hook["url"]})
+			src := jsonCall(t, "POST", base+"/api/modules/"+modID+"/records", key, map[string]any{"fields": map[string]any{"title": "mirrored"}})
+			var mirrored map[string]any
+			waitFor(t, "the mirror record", 30*time.Second, func() bool {
+				st, m := call(t, "GET", base+"/api/modules/"+mirrorID+"/records?filter[source_id]="+src["id"].(string), key, "")
+				if st == 200 && m["total"].(float64) == 1 {
+					mirrored = m["data"].([]any)[0].(map[string]any)
+				}
+				return mirrored != nil
+			})
+			if title := mirrored["fields"].(map[string]any)["title"]; title != "mirrored" {
+				t.Errorf("mirror record fields %v", mirrored["fields"])
+			}
+			waitFor(t, "the mirror record's own record_created", 30*time.Second, func() bool {
+				for _, g := range ok.received() {
+					if g.event == "record_created" && g.body["record"].(map[string]any)["id"] == mirrored["id"] {
+						return true
+					}
+				}
+				return false
+			})
+			_, evs := call(t, "GET", base+"/api/admin/modules/"+mirrorID+"/inbound-events", key, "")
+			if evs["total"].(float64) != 1 || evs["data"].([]any)[0].(map[string]any)["action"] != "created" {
+				t.Errorf("mirror inbound events %v", evs)
+			}
 			if err := stop(); err != nil {
 				t.Fatal(err)
 			}
