@@ -300,6 +300,8 @@ func TestInboundRefusesBadBodies(t *testing.T) {
 			{"bad state", `{"order":{"id":"B-1","state":"lost","customer":{"email":"nope"}}}`, nil, 422, "mapping_failed", []string{"fields.email", "fields.state"}},
 			{"no match value", `{"order":{"total":1}}`, nil, 422, "mapping_failed", []string{"fields.order_id"}},
 			{"object match value", `{"order":{"id":{"a":1}}}`, nil, 422, "mapping_failed", []string{"fields.order_id"}},
+			{"NUL in a match value", `{"order":{"id":"a\u0000b"}}`, nil, 422, "mapping_failed", []string{"fields.order_id"}},
+			{"NUL in custom data", `{"order":{"id":"N-1"},"source system":"a\u0000"}`, nil, 422, "mapping_failed", []string{"custom_data.source"}},
 		}
 		for _, tt := range tests {
 			r := e.call("POST", h.path, "", tt.body, tt.headers...)

@@ -276,6 +276,9 @@ func TestRecordValidation(t *testing.T) {
 			{"forbidden transition", "PATCH", map[string]any{"fields": map[string]any{"status": "shipped"}}, "fields.status"},
 			{"required removed", "PATCH", map[string]any{"fields": map[string]any{"title": nil}}, "fields.title"},
 			{"fields not an object", "POST", map[string]any{"fields": "x"}, "fields"},
+			// PostgreSQL's jsonb cannot hold U+0000: both databases refuse it alike.
+			{"NUL in a string", "POST", map[string]any{"fields": map[string]any{"title": "a\x00b"}}, "fields.title"},
+			{"NUL in custom data", "PATCH", map[string]any{"custom_data": map[string]any{"note": []any{"a\x00"}}}, "custom_data.note"},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {

@@ -1,8 +1,10 @@
 package models
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Kind classifies an error for callers; the API maps each kind to one HTTP
@@ -80,4 +82,37 @@ func ErrorKind(err error) Kind {
 		return e.Kind
 	}
 	return KindInternal
+}
+
+// compareFields orders field errors by field, with indexes in numeric
+// order: mapping[2] before mapping[10].
+func compareFields(a, b FieldError) int {
+	x, y := a.Field, b.Field
+	for x != "" && y != "" {
+		dx, dy := digitRun(x), digitRun(y)
+		if dx > 0 && dy > 0 {
+			nx, ny := strings.TrimLeft(x[:dx], "0"), strings.TrimLeft(y[:dy], "0")
+			if c := cmp.Compare(len(nx), len(ny)); c != 0 {
+				return c
+			}
+			if c := strings.Compare(nx, ny); c != 0 {
+				return c
+			}
+			x, y = x[dx:], y[dy:]
+			continue
+		}
+		if x[0] != y[0] {
+			return cmp.Compare(x[0], y[0])
+		}
+		x, y = x[1:], y[1:]
+	}
+	return cmp.Compare(len(x), len(y))
+}
+
+func digitRun(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
 }

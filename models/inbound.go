@@ -144,7 +144,7 @@ func validateInbound(m *Module, in InboundInput) []FieldError {
 			errs = append(errs, FieldError{Field: at, Message: "a json field cannot be matched on"})
 		}
 	}
-	slices.SortStableFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+	slices.SortStableFunc(errs, compareFields)
 	return errs
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"strconv"
 	"strings"
 	"time"
 
@@ -198,13 +199,22 @@ func (s *Store) findMatch(tx *gorm.DB, m *Module, match []matchCond) (*Record, e
 }
 
 // matchLockKey is the advisory lock of one module and match values.
-// Different values that collide only wait for each other.
+// Numbers are hashed by value, as the match compares them, so that 42,
+// 42.0 and 4.2e1 take one lock. Different values that collide only wait
+// for each other.
 func matchLockKey(moduleID string, match []matchCond) int64 {
 	h := fnv.New64a()
 	h.Write([]byte(moduleID))
 	for _, c := range match {
-		b, _ := json.Marshal(c.value)
-		fmt.Fprintf(h, "\x00%s\x00%s\x00%s", c.column, c.name, b)
+		v := fmt.Sprintf("%T:%v", c.value, c.value)
+		if n, ok := c.value.(json.Number); ok {
+			// Equal numbers round to one float64; numbers that differ
+			// only beyond its precision share a lock, which is harmless.
+			// (big.Rat would be exact, and would expand 1e999999999.)
+			f, _ := strconv.ParseFloat(n.String(), 64)
+			v = "number:" + strconv.FormatFloat(f, 'g', -1, 64)
+		}
+		fmt.Fprintf(h, "\x00%s\x00%s\x00%s", c.column, c.name, v)
 	}
 	return int64(h.Sum64())
 }
@@ -227,8 +237,14 @@ func matchConds(mp *mapping.Mapping, matchFields []string, vals mapping.Values) 
 		}
 		detail := ruleDetail(mp, t, FieldError{Field: field})
 		v, ok := vals.Get(t)
-		switch v.(type) {
-		case string, bool, json.Number:
+		switch v := v.(type) {
+		case string:
+			if !strings.ContainsRune(v, 0) {
+				conds = append(conds, matchCond{column: column, name: t.Name, value: v})
+				continue
+			}
+			detail.Message = errNUL
+		case bool, json.Number:
 			conds = append(conds, matchCond{column: column, name: t.Name, value: v})
 			continue
 		case nil:
@@ -259,6 +275,8 @@ func mappingFailed(err error, mp *mapping.Mapping) error {
 		details[i] = d
 		if name, ok := strings.CutPrefix(d.Field, "fields."); ok {
 			details[i] = ruleDetail(mp, mapping.Target{Name: name}, d)
+		} else if key, ok := strings.CutPrefix(d.Field, "custom_data."); ok {
+			details[i] = ruleDetail(mp, mapping.Target{Custom: true, Name: key}, d)
 		}
 	}
 	return &Error{Kind: KindMappingFailed, Message: "the payload does not map to a valid record", Details: details}

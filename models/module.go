@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -204,11 +205,18 @@ func (m *Module) ValidateRecordFields(fields map[string]any, prev map[string]any
 	return errs
 }
 
+// errNUL refuses U+0000, which PostgreSQL's jsonb cannot store.
+const errNUL = "must not contain the NUL character (\\u0000)"
+
 func checkValue(f Field, v any) string {
 	switch f.Type {
 	case TypeString, TypeText:
-		if _, ok := v.(string); !ok {
+		s, ok := v.(string)
+		if !ok {
 			return "must be a string"
+		}
+		if strings.ContainsRune(s, 0) {
+			return errNUL
 		}
 	case TypeInteger:
 		if !isInteger(v) {
@@ -259,7 +267,9 @@ func checkValue(f Field, v any) string {
 			return fmt.Sprintf("must be one of the states %v", f.States)
 		}
 	case TypeJSON:
-		// any JSON value
+		if hasNUL(v) {
+			return errNUL
+		}
 	}
 	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -75,7 +76,8 @@ func (s *Store) newRecord(m *Module, fields, customData map[string]any) (*Record
 	if customData == nil {
 		customData = map[string]any{}
 	}
-	if errs := m.ValidateRecordFields(fields, nil); len(errs) > 0 {
+	errs := append(m.ValidateRecordFields(fields, nil), nulErrors("custom_data", customData)...)
+	if len(errs) > 0 {
 		return nil, nil, ValidationError(errs)
 	}
 	now := s.now()
@@ -282,11 +284,13 @@ func (s *Store) filterOn(column, name string, v any) (string, []any, error) {
 	path := `$."` + name + `"`
 	switch n := v.(type) {
 	case json.Number:
+		// The type check keeps 1 and 0 from matching JSON true and false.
+		cond := "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) IN ('integer', 'real')"
 		if i, err := n.Int64(); err == nil {
-			return "json_extract(" + column + ", ?) = ?", []any{path, i}, nil
+			return cond, []any{path, i, path}, nil
 		}
 		f, _ := n.Float64()
-		return "json_extract(" + column + ", ?) = ?", []any{path, f}, nil
+		return cond, []any{path, f, path}, nil
 	case bool:
 		// SQLite reads JSON true and false as 1 and 0; the type tells them
 		// from numbers.
@@ -297,6 +301,35 @@ func (s *Store) filterOn(column, name string, v any) (string, []any, error) {
 		return "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) = ?", []any{path, i, path, typ}, nil
 	}
 	return "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) = 'text'", []any{path, v, path}, nil
+}
+
+// nulErrors names the members of m (at prefix) whose keys or strings hold
+// U+0000: PostgreSQL's jsonb cannot store it, so both databases refuse it.
+func nulErrors(prefix string, m map[string]any) []FieldError {
+	var errs []FieldError
+	for k, v := range m {
+		if strings.ContainsRune(k, 0) || hasNUL(v) {
+			errs = append(errs, FieldError{Field: prefix + "." + strings.ToValidUTF8(strings.ReplaceAll(k, "\x00", "\\u0000"), "?"), Message: errNUL})
+		}
+	}
+	slices.SortFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+	return errs
+}
+
+func hasNUL(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.ContainsRune(v, 0)
+	case map[string]any:
+		for k, e := range v {
+			if strings.ContainsRune(k, 0) || hasNUL(e) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(v, hasNUL)
+	}
+	return false
 }
 
 // RecordPatch is an RFC 7396 merge patch of a record's fields and custom
@@ -363,7 +396,11 @@ func (s *Store) patchRecordTx(tx *gorm.DB, m *Module, r *Record, patch RecordPat
 	if patch.CustomData != nil {
 		newCustom = MergePatch(custom, patch.CustomData).(map[string]any)
 	}
-	if errs := m.ValidateRecordFields(newFields, fields); len(errs) > 0 {
+	errs := m.ValidateRecordFields(newFields, fields)
+	if patch.CustomData != nil {
+		errs = append(errs, nulErrors("custom_data", newCustom)...)
+	}
+	if len(errs) > 0 {
 		return false, ValidationError(errs)
 	}
 	if reflect.DeepEqual(fields, newFields) && reflect.DeepEqual(custom, newCustom) {
