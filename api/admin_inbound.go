@@ -202,6 +202,8 @@ type inboundEventJSON struct {
 	BodySize      int                 `json:"body_size"`
 	BodyTruncated bool                `json:"body_truncated"`
 	IP            string              `json:"ip"`
+	DeliveryID    *string             `json:"delivery_id"`
+	DuplicateOf   *string             `json:"duplicate_of"`
 }
 
 func inboundEventOut(ev *models.InboundEvent) inboundEventJSON {
@@ -209,6 +211,7 @@ func inboundEventOut(ev *models.InboundEvent) inboundEventJSON {
 		ID: ev.ID, ModuleID: ev.ModuleID, RequestID: ev.RequestID, ReceivedAt: ev.ReceivedAt, Status: ev.Status,
 		Action: ev.Action, RecordID: ev.RecordID, Headers: nonNilHeaders(ev.Headers), Body: ev.Body,
 		BodySize: ev.BodySize, BodyTruncated: ev.BodyTruncated, IP: ev.IP,
+		DeliveryID: ev.DeliveryID, DuplicateOf: ev.DuplicateOf,
 	}
 	if ev.Error != "" {
 		out.Error = &inboundErrorJSON{Code: ev.Error, Message: ev.ErrorMessage, Details: ev.ErrorDetails}

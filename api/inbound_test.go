@@ -82,6 +82,8 @@ type inboundEvent struct {
 	Body          string                 `json:"body"`
 	BodySize      int                    `json:"body_size"`
 	BodyTruncated bool                   `json:"body_truncated"`
+	DeliveryID    *string                `json:"delivery_id"`
+	DuplicateOf   *string                `json:"duplicate_of"`
 }
 
 func (e *env) inboundEvents(moduleID string) []inboundEvent {
@@ -539,4 +541,74 @@ func TestInboundSchemesAgree(t *testing.T) {
 	if diff := cmp.Diff(models.InboundSchemes, verified); diff != "" {
 		t.Errorf("schemes the store accepts vs. those verified (-store +verified):\n%s", diff)
 	}
+}
+
+func TestInboundRetriesAreAppliedOnce(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		cfg := orderConfig(nil)
+		cfg["match_fields"] = []string{} // every applied call creates
+		h := e.configureInbound("orders", cfg)
+		records := func() float64 {
+			t.Helper()
+			return e.call("GET", "/api/modules/"+h.moduleID+"/records", e.admin, nil).want(200).json()["total"].(float64)
+		}
+
+		first := e.call("POST", h.path, "", `{"order":{"id":"I-1"}}`, "Idempotency-Key", "delivery-1").want(202)
+		again := e.call("POST", h.path, "", `{"order":{"id":"I-1"}}`, "Idempotency-Key", "delivery-1").want(202)
+		if diff := cmp.Diff(first.json(), again.json()); diff != "" || again.header.Get("Idempotent-Replayed") != "true" || first.header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("retry answered differently (-first +retry):\n%s; Idempotent-Replayed %q then %q", diff, first.header.Get("Idempotent-Replayed"), again.header.Get("Idempotent-Replayed"))
+		}
+		// GitHub's and Standard Webhooks' delivery ids count too; other ids apply.
+		e.call("POST", h.path, "", `{"order":{"id":"I-2"}}`, "X-GitHub-Delivery", "gh-1").want(202)
+		e.call("POST", h.path, "", `{"order":{"id":"I-2"}}`, "X-GitHub-Delivery", "gh-1").want(202)
+		e.call("POST", h.path, "", `{"order":{"id":"I-3"}}`, "webhook-id", "msg_1").want(202)
+		e.call("POST", h.path, "", `{"order":{"id":"I-3"}}`, "webhook-id", "msg_1").want(202)
+		e.call("POST", h.path, "", `{"order":{"id":"I-1"}}`, "Idempotency-Key", "delivery-2").want(202)
+		// A failed call does not count: its retry is processed anew.
+		e.call("POST", h.path, "", `{"order":{"id":"I-4","total":"x"}}`, "Idempotency-Key", "delivery-3").want(422)
+		e.call("POST", h.path, "", `{"order":{"id":"I-4","total":4}}`, "Idempotency-Key", "delivery-3").want(202)
+		if got := records(); got != 5 {
+			t.Errorf("%v records, want 5 (I-1 twice under two ids, I-2, I-3, I-4)", got)
+		}
+
+		// Concurrent repeats of one delivery make one record.
+		const n = 8
+		var wg sync.WaitGroup
+		ids := make(chan string, n)
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := e.call("POST", h.path, "", `{"order":{"id":"I-5"}}`, "Idempotency-Key", "delivery-5")
+				if r.status != 202 {
+					t.Errorf("concurrent repeat: %d %s", r.status, r.body)
+					return
+				}
+				ids <- r.json()["recordId"].(string)
+			}()
+		}
+		wg.Wait()
+		close(ids)
+		seen := map[string]bool{}
+		for id := range ids {
+			seen[id] = true
+		}
+		if len(seen) != 1 || records() != 6 {
+			t.Errorf("%d concurrent repeats answered records %v and left %v records, want one new record", n, seen, records())
+		}
+
+		var dups int
+		for _, ev := range e.inboundEvents(h.moduleID) {
+			if ev.DuplicateOf != nil {
+				dups++
+				if ev.Status != 202 || ev.RecordID == nil || ev.DeliveryID == nil {
+					t.Errorf("duplicate event %+v", ev)
+				}
+			}
+		}
+		if dups != 3+n-1 {
+			t.Errorf("%d calls kept as duplicates, want %d", dups, 3+n-1)
+		}
+	})
 }

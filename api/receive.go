@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -32,7 +34,8 @@ type inboundAnswer struct {
 // token), the webhook's rate limit, the body's size, whether the webhook
 // is enabled, the content type, the signature, the JSON; then the mapping.
 // Every call that names a webhook is kept as an inbound event, whatever
-// its outcome, before the answer is sent.
+// its outcome, before the answer is sent. A call that repeats an applied
+// call's delivery id is answered as that call was, and applied once.
 func (s *Server) receiveInbound(c *gin.Context) {
 	w, err := s.store.LookupInbound(c.Request.Context(), c.Param("moduleSlug"), c.Param("token"))
 	if err != nil {
@@ -82,16 +85,39 @@ func (s *Server) receiveInbound(c *gin.Context) {
 	if err == nil {
 		payload, err = decodePayload(body)
 	}
-	var rec *models.Record
 	if err == nil {
-		rec, err = s.store.ApplyInbound(ctx, w, payload, ev)
+		ev.DeliveryID = deliveryIDOf(c.Request.Header)
+		_, err = s.store.ApplyInbound(ctx, w, payload, ev)
 	}
 	if err != nil {
 		s.rejectInbound(ctx, c, ev, err)
 		return
 	}
-	s.metrics.inbound.WithLabelValues(*ev.Action).Inc()
-	c.JSON(http.StatusAccepted, inboundAnswer{RecordID: rec.ID, Action: *ev.Action})
+	outcome := *ev.Action
+	if ev.DuplicateOf != nil {
+		// A sender's retry of a call already applied: the same answer,
+		// and nothing written again (as Stripe's idempotent requests).
+		c.Header("Idempotent-Replayed", "true")
+		outcome = "duplicate"
+	}
+	s.metrics.inbound.WithLabelValues(outcome).Inc()
+	c.JSON(http.StatusAccepted, inboundAnswer{RecordID: *ev.RecordID, Action: *ev.Action})
+}
+
+// deliveryHeaders carry a sender's id of a call, which stays the same when
+// the sender retries it: a generic idempotency key, Standard Webhooks' (and
+// recordhub's own) message id, GitHub's delivery id.
+var deliveryHeaders = []string{"Idempotency-Key", "Webhook-Id", "X-GitHub-Delivery"}
+
+// deliveryIDOf returns the first usable delivery id the call carries.
+func deliveryIDOf(h http.Header) *string {
+	for _, name := range deliveryHeaders {
+		id := strings.TrimSpace(h.Get(name))
+		if id != "" && len(id) <= 256 && utf8.ValidString(id) {
+			return &id
+		}
+	}
+	return nil
 }
 
 var (

@@ -49,7 +49,11 @@ type InboundEvent struct {
 	BodySize      int
 	BodyTruncated bool
 	IP            string `gorm:"column:ip"`
-	ReceivedAt    time.Time
+	// DeliveryID is the sender's id of the call, if it sent one;
+	// DuplicateOf names the applied call that this one repeats.
+	DeliveryID  *string
+	DuplicateOf *string
+	ReceivedAt  time.Time
 }
 
 // FieldErrors is a JSON array of field errors in one column.
@@ -80,8 +84,12 @@ func (l *FieldErrors) Scan(src any) error {
 // SetError records a failed call's error on the event.
 func (ev *InboundEvent) SetError(status int, code, message string, details []FieldError) {
 	ev.Status, ev.Error, ev.ErrorMessage, ev.ErrorDetails = status, code, message, details
-	ev.Action, ev.RecordID = nil, nil
+	ev.Action, ev.RecordID, ev.DuplicateOf = nil, nil, nil
 }
+
+// errDeliveryRace makes ApplyInbound look again after a concurrent call
+// with the same delivery id was applied first.
+var errDeliveryRace = errors.New("delivery applied concurrently")
 
 // matchCond is one match field's value in a payload.
 type matchCond struct {
@@ -101,6 +109,10 @@ type matchCond struct {
 // never create two records: SQLite has one writer, and PostgreSQL takes a
 // transaction-scoped advisory lock on the module and the values before it
 // looks for a match.
+//
+// A call whose ev.DeliveryID was applied before (a sender's retry) writes
+// nothing but ev, as a duplicate of the first call with its record and
+// action; ApplyInbound then returns a nil record.
 func (s *Store) ApplyInbound(ctx context.Context, w *InboundWebhook, payload any, ev *InboundEvent) (*Record, error) {
 	m, err := s.GetModule(ctx, w.TenantID, w.ModuleID)
 	if err != nil {
@@ -117,7 +129,7 @@ func (s *Store) ApplyInbound(ctx context.Context, w *InboundWebhook, payload any
 	}
 	for range 10 {
 		rec, changed, err := s.applyInboundOnce(ctx, m, vals, match, ev)
-		if errors.Is(err, errVersionRace) {
+		if errors.Is(err, errVersionRace) || errors.Is(err, errDeliveryRace) {
 			continue
 		}
 		if err != nil {
@@ -138,6 +150,20 @@ func (s *Store) applyInboundOnce(ctx context.Context, m *Module, vals mapping.Va
 		action  string
 	)
 	err := s.write(ctx, func(tx *gorm.DB) error {
+		rec, changed, action = nil, false, ""
+		ev.DuplicateOf = nil
+		if ev.DeliveryID != nil {
+			var first InboundEvent
+			err := tx.Where("webhook_id = ? AND delivery_id = ? AND duplicate_of IS NULL AND status = 202", ev.WebhookID, *ev.DeliveryID).Take(&first).Error
+			if err == nil {
+				ev.Status, ev.Action, ev.RecordID, ev.DuplicateOf = 202, first.Action, first.RecordID, &first.ID
+				ev.Error, ev.ErrorMessage, ev.ErrorDetails = "", "", nil
+				return s.insertInboundEvent(tx, ev)
+			}
+			if !errors.Is(err, gorm.ErrRecordNotFound) {
+				return fmt.Errorf("find earlier delivery: %w", err)
+			}
+		}
 		var err error
 		if len(match) > 0 {
 			if rec, err = s.findMatch(tx, m, match); err != nil {
@@ -163,7 +189,11 @@ func (s *Store) applyInboundOnce(ctx context.Context, m *Module, vals mapping.Va
 		}
 		ev.Status, ev.Action, ev.RecordID = 202, &action, &rec.ID
 		ev.Error, ev.ErrorMessage, ev.ErrorDetails = "", "", nil
-		return s.insertInboundEvent(tx, ev)
+		err = s.insertInboundEvent(tx, ev)
+		if ev.DeliveryID != nil && isUniqueViolation(err) {
+			return errDeliveryRace
+		}
+		return err
 	})
 	if err != nil {
 		return nil, false, err

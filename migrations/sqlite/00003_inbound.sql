@@ -18,6 +18,9 @@ CREATE TABLE inbound_webhooks (
 );
 
 -- Every call that reached an inbound webhook, with its raw body and outcome.
+-- delivery_id is the sender's id of the call (Idempotency-Key, webhook-id,
+-- X-GitHub-Delivery): one applied call per id and webhook; a repeat is kept
+-- with duplicate_of naming the call it repeats.
 CREATE TABLE inbound_events (
     id             TEXT PRIMARY KEY,
     tenant_id      TEXT NOT NULL,
@@ -35,9 +38,13 @@ CREATE TABLE inbound_events (
     body_size      INTEGER NOT NULL DEFAULT 0,
     body_truncated BOOLEAN NOT NULL DEFAULT FALSE,
     ip             TEXT NOT NULL DEFAULT '',
+    delivery_id    TEXT,
+    duplicate_of   TEXT,
     received_at    DATETIME NOT NULL
 );
 CREATE INDEX inbound_events_module_idx ON inbound_events (module_id, received_at, id);
+CREATE UNIQUE INDEX inbound_events_delivery_idx ON inbound_events (webhook_id, delivery_id)
+    WHERE delivery_id IS NOT NULL AND duplicate_of IS NULL AND status = 202;
 
 -- +goose Down
 DROP TABLE inbound_events;
