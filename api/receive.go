@@ -52,6 +52,7 @@ func (s *Server) receiveInbound(c *gin.Context) {
 	ev := &models.InboundEvent{
 		ID: models.NewID(models.PrefixInboundEvent), TenantID: w.TenantID, ModuleID: w.ModuleID, WebhookID: w.ID,
 		RequestID: cl.requestID, Headers: keptHeadersOf(c.Request.Header), IP: c.ClientIP(), ReceivedAt: s.now().UTC(),
+		DeliveryID: deliveryIDOf(c.Request.Header),
 	}
 
 	res, err := s.limiter.Allow(ctx, "inbound:"+w.ID, models.InboundRateLimit)
@@ -86,7 +87,6 @@ func (s *Server) receiveInbound(c *gin.Context) {
 		payload, err = decodePayload(body)
 	}
 	if err == nil {
-		ev.DeliveryID = deliveryIDOf(c.Request.Header)
 		_, err = s.store.ApplyInbound(ctx, w, payload, ev)
 	}
 	if err != nil {
