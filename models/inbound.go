@@ -2,8 +2,6 @@ package models
 
 import (
 	"context"
-	"database/sql/driver"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -48,30 +46,8 @@ type InboundWebhook struct {
 	UpdatedAt       time.Time `gorm:"autoUpdateTime:false"`
 }
 
-// RuleList is a JSON array of mapping rules in one column.
-type RuleList []mapping.Rule
-
-// Value implements driver.Valuer.
-func (l RuleList) Value() (driver.Value, error) {
-	if l == nil {
-		return "[]", nil
-	}
-	b, err := json.Marshal([]mapping.Rule(l))
-	if err != nil {
-		return nil, fmt.Errorf("encode mapping: %w", err)
-	}
-	return string(b), nil
-}
-
-// Scan implements sql.Scanner.
-func (l *RuleList) Scan(src any) error {
-	var rules []mapping.Rule
-	if err := scanJSON(src, &rules); err != nil {
-		return err
-	}
-	*l = rules
-	return nil
-}
+// RuleList is an inbound webhook's mapping rules.
+type RuleList = JSONArray[mapping.Rule]
 
 // InboundInput configures a module's inbound webhook; it replaces the whole
 // configuration except the secret, which Secret and ClearSecret change.

@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,31 +53,6 @@ type InboundEvent struct {
 	DeliveryID  *string
 	DuplicateOf *string
 	ReceivedAt  time.Time
-}
-
-// FieldErrors is a JSON array of field errors in one column.
-type FieldErrors []FieldError
-
-// Value implements driver.Valuer.
-func (l FieldErrors) Value() (driver.Value, error) {
-	if l == nil {
-		return "[]", nil
-	}
-	b, err := json.Marshal([]FieldError(l))
-	if err != nil {
-		return nil, fmt.Errorf("encode field errors: %w", err)
-	}
-	return string(b), nil
-}
-
-// Scan implements sql.Scanner.
-func (l *FieldErrors) Scan(src any) error {
-	var errs []FieldError
-	if err := scanJSON(src, &errs); err != nil {
-		return err
-	}
-	*l = errs
-	return nil
 }
 
 // SetError records a failed call's error on the event.

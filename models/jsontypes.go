@@ -60,30 +60,40 @@ func (p *Permissions) Scan(src any) error {
 	return nil
 }
 
-// FieldList is a module's field definitions, stored as a JSON array.
-type FieldList []Field
+// JSONArray is a JSON array in one column (PostgreSQL jsonb, SQLite text);
+// nil is stored as [].
+type JSONArray[T any] []T
 
 // Value implements driver.Valuer.
-func (f FieldList) Value() (driver.Value, error) {
-	if f == nil {
+func (a JSONArray[T]) Value() (driver.Value, error) {
+	if a == nil {
 		return "[]", nil
 	}
-	b, err := json.Marshal([]Field(f))
+	b, err := json.Marshal([]T(a))
 	if err != nil {
-		return nil, fmt.Errorf("encode fields: %w", err)
+		return nil, fmt.Errorf("encode json array: %w", err)
 	}
 	return string(b), nil
 }
 
 // Scan implements sql.Scanner.
-func (f *FieldList) Scan(src any) error {
-	var l []Field
+func (a *JSONArray[T]) Scan(src any) error {
+	var l []T
 	if err := scanJSON(src, &l); err != nil {
 		return err
 	}
-	*f = l
+	*a = l
 	return nil
 }
+
+// FieldList is a module's field definitions.
+type FieldList = JSONArray[Field]
+
+// StringList is a list of strings, such as an endpoint's event types.
+type StringList = JSONArray[string]
+
+// FieldErrors are the errors a refused inbound call was answered.
+type FieldErrors = JSONArray[FieldError]
 
 func scanJSON(src any, dst any) error {
 	var b []byte

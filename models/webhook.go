@@ -2,8 +2,6 @@ package models
 
 import (
 	"context"
-	"database/sql/driver"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -32,31 +30,6 @@ const (
 	PrefixDelivery  = "whd_"
 	secretPrefix    = "whsec_"
 )
-
-// StringList is a JSON array of strings in one column.
-type StringList []string
-
-// Value implements driver.Valuer.
-func (l StringList) Value() (driver.Value, error) {
-	if l == nil {
-		return "[]", nil
-	}
-	b, err := json.Marshal([]string(l))
-	if err != nil {
-		return nil, fmt.Errorf("encode list: %w", err)
-	}
-	return string(b), nil
-}
-
-// Scan implements sql.Scanner.
-func (l *StringList) Scan(src any) error {
-	var v []string
-	if err := scanJSON(src, &v); err != nil {
-		return err
-	}
-	*l = v
-	return nil
-}
 
 // WebhookEndpoint is an outbound subscription. Its signing secrets are
 // stored sealed; Secret and PreviousSecret are sealed text, see
