@@ -492,6 +492,16 @@ func TestInboundAdmin(t *testing.T) {
 		e.call("POST", path, "", `{"order":{"id":"D"}}`).want(404)
 		e.call("POST", newPath, "", `{"order":{"id":"D"}}`).want(202)
 
+		// The URL follows the module's slug.
+		e.call("PATCH", "/api/admin/modules/"+mod, e.admin, map[string]any{"slug": "purchases"}).want(200)
+		e.call("POST", newPath, "", `{"order":{"id":"D"}}`).want(404)
+		moved := e.call("GET", base, e.admin, nil).want(200).json()
+		newPath = mustPath(t, moved["url"])
+		if !strings.HasPrefix(newPath, "/api/webhooks/purchases/") {
+			t.Errorf("url after the slug changed: %v", moved["url"])
+		}
+		e.call("POST", newPath, "", `{"order":{"id":"D"}}`).want(202)
+
 		// Another tenant sees none of it.
 		other := newEnvOn(t, e.store)
 		other.call("GET", base, other.admin, nil).want(404)
@@ -505,10 +515,10 @@ func TestInboundAdmin(t *testing.T) {
 		}
 		e.call("POST", newPath, "", `{"order":{"id":"D"}}`).want(404)
 		e.call("GET", base, e.admin, nil).want(404)
-		// Kept: the call to the disabled webhook and the two accepted; the
-		// calls to URLs that named no webhook are in the access log only.
-		if n := len(e.inboundEvents(mod)); n != 3 {
-			t.Errorf("%d inbound events after delete, want the 3 calls kept", n)
+		// Kept: the call to the disabled webhook and the three accepted;
+		// the calls to URLs that named no webhook are in the access log only.
+		if n := len(e.inboundEvents(mod)); n != 4 {
+			t.Errorf("%d inbound events after delete, want the 4 calls kept", n)
 		}
 	})
 }

@@ -276,6 +276,9 @@ func TestConfigFromEnv(t *testing.T) {
 		{"bad duration", map[string]string{"RECORDHUB_WEBHOOK_TIMEOUT": "soon"}, false},
 		{"bad database", map[string]string{"DATABASE_URL": "mysql://x"}, false},
 		{"bad migrate flag", map[string]string{"RECORDHUB_AUTO_MIGRATE": "maybe"}, false},
+		{"public URL", map[string]string{"RECORDHUB_PUBLIC_URL": "https://records.example.com/base"}, true},
+		{"public URL without scheme", map[string]string{"RECORDHUB_PUBLIC_URL": "records.example.com"}, false},
+		{"public URL with a query", map[string]string{"RECORDHUB_PUBLIC_URL": "https://records.example.com/?x=1"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := configFromEnv(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
