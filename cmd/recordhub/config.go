@@ -12,10 +12,8 @@ import (
 // Config is the service's configuration, read from the environment (SPEC §1).
 type Config struct {
 	// Role is what serve runs: all (API, worker, dispatcher), api or worker.
-	Role     string
-	HTTPAddr string
-	// PublicURL is the base of the inbound webhook URLs shown to admins.
-	PublicURL         string
+	Role              string
+	HTTPAddr          string
 	DatabaseURL       string
 	RedisURL          string
 	DataDir           string
@@ -24,6 +22,8 @@ type Config struct {
 	DefaultRateLimit  int
 	AutoMigrate       bool
 	LogLevel          slog.Level
+	// PublicURL is the base of the inbound webhook URLs shown to admins.
+	PublicURL string
 
 	TemporalAddress   string
 	TemporalNamespace string
