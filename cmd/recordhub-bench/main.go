@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -56,6 +57,9 @@ type options struct {
 	keep      bool
 	strict    bool
 	webhooks  bool
+	// role is the shape of the measured process: "all", or "api" against
+	// a second process holding the worker and the embedded Temporal server.
+	role string
 }
 
 const defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
@@ -73,6 +77,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, service logs, hey output)")
 	fs.BoolVar(&o.webhooks, "webhooks", true, "run the webhook group (SQLite, embedded Temporal): idle RSS, change-to-delivery latency, deliveries/s against bare Temporal workflows; -db '' runs it alone")
 	fs.BoolVar(&o.strict, "strict", false, "exit with status 3 when a target is missed")
+	fs.StringVar(&o.role, "role", "all", "shape of the measured process: all (API, worker, dispatcher and the embedded Temporal server in one process), or api (serve --role api, built -tags noembedtemporal as production images are, against a second process, role all, that holds the worker and the embedded Temporal server; every figure, RSS included, is the API process's)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: recordhub-bench [flags]\n\nLoad-tests recordhub against a bare Gin handler with hey; see the package doc.\n\nflags:")
 		fs.PrintDefaults()
@@ -101,6 +106,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		default:
 			return o, fmt.Errorf("-profile: unknown scenario %q (get, post, list)", p)
 		}
+	}
+	if o.role != "all" && o.role != "api" {
+		return o, fmt.Errorf("-role: unknown shape %q (all, api)", o.role)
 	}
 	if o.duration < time.Second || o.workers < 1 || o.records < 1 {
 		return o, errors.New("-z must be at least 1s, -c and -records at least 1")
@@ -192,11 +200,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	}()
 
 	fmt.Fprintf(stdout, "building ./cmd/recordhub ...\n")
-	bin, err := buildService(ctx, root, work, len(o.profile) > 0)
+	bin, err := buildService(ctx, root, work, "recordhub", len(o.profile) > 0)
 	if err != nil {
 		return 1, err
 	}
-	b := &bench{o: o, out: stdout, work: work}
+	b := &bench{o: o, out: stdout, work: work, bin: bin, apiBin: bin}
+	if o.role == "api" && len(o.databases) > 0 {
+		// An API process runs as production images build it: without the
+		// embedded Temporal server, whose packages cost memory just by
+		// being linked in.
+		fmt.Fprintf(stdout, "building ./cmd/recordhub -tags noembedtemporal ...\n")
+		if b.apiBin, err = buildService(ctx, root, work, "recordhub-api", len(o.profile) > 0, "noembedtemporal"); err != nil {
+			return 1, err
+		}
+	}
 	if len(o.databases) == 0 {
 		if !o.webhooks {
 			return 2, errors.New("nothing to run: -db is empty and -webhooks=false")
@@ -255,6 +272,9 @@ type bench struct {
 	o    options
 	out  io.Writer
 	work string
+	// bin is the service as `make run` builds it; apiBin the API process
+	// of -role api.
+	bin, apiBin string
 }
 
 // skipError marks a database that cannot be reached: its scenarios are
@@ -318,8 +338,30 @@ func (b *bench) database(ctx context.Context, bin, db string) ([]measurement, in
 		env["DATABASE_URL"] = h.url
 		seedDB = h
 	}
-	fmt.Fprintf(b.out, "%s: starting recordhub serve ...\n", db)
-	svc, err := startService(ctx, bin, filepath.Join(b.work, db+"-service.log"), env, len(b.o.profile) > 0)
+	var args []string
+	if b.o.role == "api" {
+		// The process under test runs the API alone; a second one holds
+		// the worker, the dispatcher and the Temporal server it talks to.
+		backendEnv := maps.Clone(env)
+		fmt.Fprintf(b.out, "%s: starting recordhub serve (worker and Temporal) ...\n", db)
+		backend, err := startService(ctx, bin, filepath.Join(b.work, db+"-backend.log"), backendEnv, false)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer func() {
+			if err := backend.stop(40 * time.Second); err != nil {
+				fmt.Fprintf(b.out, "%s: stopping the backend: %v\n", db, err)
+			}
+		}()
+		env["TEMPORAL_ADDRESS"] = "127.0.0.1:" + backendEnv["RECORDHUB_TEMPORAL_PORT"]
+		args = []string{"--role", "api"}
+	}
+	fmt.Fprintf(b.out, "%s: starting recordhub serve %s...\n", db, strings.Join(append(args, ""), " "))
+	svcBin := bin
+	if b.o.role == "api" {
+		svcBin = b.apiBin
+	}
+	svc, err := startService(ctx, svcBin, filepath.Join(b.work, db+"-service.log"), env, len(b.o.profile) > 0, args...)
 	if err != nil {
 		return nil, 0, err
 	}

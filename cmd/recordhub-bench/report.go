@@ -17,6 +17,9 @@ func report(w io.Writer, o options, first, last measurement, results []measureme
 	if drift := math.Abs(first.res.OKRPS()-last.res.OKRPS()) / bare; drift > 0.10 {
 		fmt.Fprintf(w, "note: the bare handler's rate moved by %.0f%% of the mean during the run: the machine was busier at one end, and ratios that near a target are within the noise\n", 100*drift)
 	}
+	if o.role == "api" {
+		fmt.Fprintf(w, "shape: serve --role api (built -tags noembedtemporal) against a second process that holds the worker and the embedded Temporal server; figures and RSS are the API process's\n")
+	}
 	fmt.Fprintf(w, "GET reads one record by id; POST creates one (and its access-log row); list reads page 1 (limit 20, newest first, exact total) of a module of %d records\n", o.records)
 	fmt.Fprintf(w, "CPU/req: CPU time per request of the server's process (the service's, or the bare handler's), of hey, and of every local process named postgres (SQLite runs inside the service)\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -39,11 +39,14 @@ func init() {
 }
 `
 
-// buildService builds ./cmd/recordhub into dir, with the pprof listener
-// when withPprof is set.
-func buildService(ctx context.Context, root, dir string, withPprof bool) (string, error) {
-	bin := filepath.Join(dir, "recordhub")
+// buildService builds ./cmd/recordhub into dir as name, with the pprof
+// listener when withPprof is set, and with the build tags given.
+func buildService(ctx context.Context, root, dir, name string, withPprof bool, tags ...string) (string, error) {
+	bin := filepath.Join(dir, name)
 	args := []string{"build", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
 	if withPprof {
 		src := filepath.Join(dir, "bench_pprof.go")
 		if err := os.WriteFile(src, []byte(pprofOverlay), 0o600); err != nil {
@@ -202,9 +205,10 @@ func serviceEnv(set map[string]string) []string {
 	return env
 }
 
-// startService starts `recordhub serve` on a free loopback port and waits
-// until it is ready. Its log goes to logPath.
-func startService(ctx context.Context, bin, logPath string, env map[string]string, withPprof bool) (*service, error) {
+// startService starts `recordhub serve [args]` on a free loopback port and
+// waits until it is ready. Its log goes to logPath; env receives the
+// settings it was started with (its embedded Temporal port among them).
+func startService(ctx context.Context, bin, logPath string, env map[string]string, withPprof bool, args ...string) (*service, error) {
 	env["RECORDHUB_HTTP_ADDR"] = "127.0.0.1:0"
 	// Should serve ever embed the Temporal dev stack, keep it off the
 	// default ports and without its UI.
@@ -229,7 +233,7 @@ func startService(ctx context.Context, bin, logPath string, env map[string]strin
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "serve")
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
 	cmd.Env = serviceEnv(env)
 	cmd.Stdout = logFile
 	stderr, err := cmd.StderrPipe()
