@@ -102,6 +102,17 @@ func decodeStrict(body []byte, dst any) error {
 	if dec.More() {
 		return invalid("the body holds more than one JSON value")
 	}
+	// PostgreSQL stores no U+0000 in text or jsonb: refuse it here, on both
+	// databases, rather than fail there. Only a body that spells the
+	// escape is decoded again to find where.
+	if bytes.Contains(body, []byte(`\u0000`)) {
+		var v any
+		if json.Unmarshal(body, &v) == nil {
+			if fe, ok := models.FindNUL(v); ok {
+				return models.ValidationError([]models.FieldError{fe})
+			}
+		}
+	}
 	var extra json.RawMessage
 	if err := dec.Decode(&extra); err != io.EOF {
 		return invalid("the body holds more than one JSON value")

@@ -304,6 +304,8 @@ func TestInboundRefusesBadBodies(t *testing.T) {
 			{"object match value", `{"order":{"id":{"a":1}}}`, nil, 422, "mapping_failed", []string{"fields.order_id"}},
 			{"NUL in a match value", `{"order":{"id":"a\u0000b"}}`, nil, 422, "mapping_failed", []string{"fields.order_id"}},
 			{"NUL in custom data", `{"order":{"id":"N-1"},"source system":"a\u0000"}`, nil, 422, "mapping_failed", []string{"custom_data.source"}},
+			{"huge number in custom data", `{"order":{"id":"N-1"},"source system":1e999999}`, nil, 422, "mapping_failed", []string{"custom_data.source"}},
+			{"match value underflows", `{"order":{"id":1e-20000}}`, nil, 422, "mapping_failed", []string{"fields.order_id"}},
 		}
 		for _, tt := range tests {
 			r := e.call("POST", h.path, "", tt.body, tt.headers...)

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -278,7 +279,10 @@ func TestRecordValidation(t *testing.T) {
 			{"fields not an object", "POST", map[string]any{"fields": "x"}, "fields"},
 			// PostgreSQL's jsonb cannot hold U+0000: both databases refuse it alike.
 			{"NUL in a string", "POST", map[string]any{"fields": map[string]any{"title": "a\x00b"}}, "fields.title"},
-			{"NUL in custom data", "PATCH", map[string]any{"custom_data": map[string]any{"note": []any{"a\x00"}}}, "custom_data.note"},
+			{"NUL in custom data", "PATCH", map[string]any{"custom_data": map[string]any{"note": []any{"a\x00"}}}, "custom_data.note[0]"},
+			// Numbers beyond float64 (and PostgreSQL's numeric) range.
+			{"huge number", "POST", map[string]any{"fields": map[string]any{"title": "a"}, "custom_data": map[string]any{"x": json.Number("1e999999")}}, "custom_data.x"},
+			{"number that underflows", "POST", map[string]any{"fields": map[string]any{"title": "a", "price": json.Number("1e-20000")}}, "fields.price"},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -394,5 +398,25 @@ func TestRecordLifecycle(t *testing.T) {
 		e.call("DELETE", base+"/"+id, e.admin, nil).want(404)
 		e.call("PATCH", base+"/"+id, e.admin, `{"fields":{}}`).want(404)
 		e.call("GET", "/api/modules/mod_missing/records", e.admin, nil).want(404)
+	})
+}
+
+// PostgreSQL stores no U+0000 and no number beyond its numeric range; both
+// databases refuse them alike with a 4xx, never a 500.
+func TestUnstorableValuesAreRefusedAlike(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		mod := e.createModule("orders", orderFields...)
+		wantDetails(t, e.call("POST", "/api/admin/modules", e.admin, map[string]any{"slug": "x", "name": "a\x00b", "fields": []any{}}), "name")
+		wantDetails(t, e.call("POST", "/api/admin/keys", e.admin, map[string]any{"name": "k", "permissions": map[string]any{"mod\x00": []string{"read"}}}), "permissions.mod\\u0000")
+		wantDetails(t, e.call("POST", "/api/admin/webhook-endpoints", e.admin, map[string]any{"url": "https://hooks.example.com", "events": []string{"record_created"}, "description": "\x00"}), "description")
+		for _, q := range []string{"filter[title]=a%00b", "filter[price]=1e-20000", "filter[price]=1e999999"} {
+			if r := e.call("GET", "/api/modules/"+mod+"/records?"+q, e.admin, nil); r.status != 400 {
+				t.Errorf("%s: %d %s, want 400", q, r.status, r.body)
+			}
+		}
+		if total := e.call("GET", "/api/modules/"+mod+"/records", e.admin, nil).want(200).json()["total"]; total != float64(0) {
+			t.Errorf("%v records after refused writes", total)
+		}
 	})
 }

@@ -241,16 +241,12 @@ func matchConds(mp *mapping.Mapping, matchFields []string, vals mapping.Values) 
 		}
 		detail := ruleDetail(mp, t, FieldError{Field: field})
 		v, ok := vals.Get(t)
-		switch v := v.(type) {
-		case string:
-			if !strings.ContainsRune(v, 0) {
+		switch v.(type) {
+		case string, json.Number, bool:
+			if detail.Message = unstorable(v); detail.Message == "" {
 				conds = append(conds, matchCond{column: column, name: t.Name, value: v})
 				continue
 			}
-			detail.Message = errNUL
-		case bool, json.Number:
-			conds = append(conds, matchCond{column: column, name: t.Name, value: v})
-			continue
 		case nil:
 			detail.Message = "is a match field, and the payload has no value for it"
 			if ok {

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -205,9 +204,6 @@ func (m *Module) ValidateRecordFields(fields map[string]any, prev map[string]any
 	return errs
 }
 
-// errNUL refuses U+0000, which PostgreSQL's jsonb cannot store.
-const errNUL = "must not contain the NUL character (\\u0000)"
-
 func checkValue(f Field, v any) string {
 	switch f.Type {
 	case TypeString, TypeText:
@@ -215,9 +211,7 @@ func checkValue(f Field, v any) string {
 		if !ok {
 			return "must be a string"
 		}
-		if strings.ContainsRune(s, 0) {
-			return errNUL
-		}
+		return unstorable(s)
 	case TypeInteger:
 		if !isInteger(v) {
 			return "must be an integer"
@@ -226,6 +220,7 @@ func checkValue(f Field, v any) string {
 		if _, ok := asFloat(v); !ok {
 			return "must be a number"
 		}
+		return unstorable(v)
 	case TypeBoolean:
 		if _, ok := v.(bool); !ok {
 			return "must be a boolean"
@@ -267,9 +262,7 @@ func checkValue(f Field, v any) string {
 			return fmt.Sprintf("must be one of the states %v", f.States)
 		}
 	case TypeJSON:
-		if hasNUL(v) {
-			return errNUL
-		}
+		return unstorable(v)
 	}
 	return ""
 }
@@ -326,7 +319,7 @@ func (f Field) FilterValue(raw string) (any, error) {
 		return n, nil
 	case TypeNumber:
 		n := json.Number(raw)
-		if _, err := n.Float64(); err != nil {
+		if _, err := n.Float64(); err != nil || !numberInRange(n) {
 			return nil, fmt.Errorf("filter[%s] must be a number", f.Name)
 		}
 		return n, nil
@@ -340,6 +333,9 @@ func (f Field) FilterValue(raw string) (any, error) {
 		return nil, fmt.Errorf("filter[%s] must be true or false", f.Name)
 	case TypeJSON:
 		return nil, fmt.Errorf("filter[%s]: json fields cannot be filtered", f.Name)
+	}
+	if msg := unstorable(raw); msg != "" {
+		return nil, fmt.Errorf("filter[%s] %s", f.Name, msg)
 	}
 	return raw, nil
 }

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -76,7 +75,7 @@ func (s *Store) newRecord(m *Module, fields, customData map[string]any) (*Record
 	if customData == nil {
 		customData = map[string]any{}
 	}
-	errs := append(m.ValidateRecordFields(fields, nil), nulErrors("custom_data", customData)...)
+	errs := append(m.ValidateRecordFields(fields, nil), unstorableErrors("custom_data", customData)...)
 	if len(errs) > 0 {
 		return nil, nil, ValidationError(errs)
 	}
@@ -303,35 +302,6 @@ func (s *Store) filterOn(column, name string, v any) (string, []any, error) {
 	return "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) = 'text'", []any{path, v, path}, nil
 }
 
-// nulErrors names the members of m (at prefix) whose keys or strings hold
-// U+0000: PostgreSQL's jsonb cannot store it, so both databases refuse it.
-func nulErrors(prefix string, m map[string]any) []FieldError {
-	var errs []FieldError
-	for k, v := range m {
-		if strings.ContainsRune(k, 0) || hasNUL(v) {
-			errs = append(errs, FieldError{Field: prefix + "." + strings.ToValidUTF8(strings.ReplaceAll(k, "\x00", "\\u0000"), "?"), Message: errNUL})
-		}
-	}
-	slices.SortFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
-	return errs
-}
-
-func hasNUL(v any) bool {
-	switch v := v.(type) {
-	case string:
-		return strings.ContainsRune(v, 0)
-	case map[string]any:
-		for k, e := range v {
-			if strings.ContainsRune(k, 0) || hasNUL(e) {
-				return true
-			}
-		}
-	case []any:
-		return slices.ContainsFunc(v, hasNUL)
-	}
-	return false
-}
-
 // RecordPatch is an RFC 7396 merge patch of a record's fields and custom
 // data; a nil member is left alone.
 type RecordPatch struct {
@@ -398,7 +368,7 @@ func (s *Store) patchRecordTx(tx *gorm.DB, m *Module, r *Record, patch RecordPat
 	}
 	errs := m.ValidateRecordFields(newFields, fields)
 	if patch.CustomData != nil {
-		errs = append(errs, nulErrors("custom_data", newCustom)...)
+		errs = append(errs, unstorableErrors("custom_data", newCustom)...)
 	}
 	if len(errs) > 0 {
 		return false, ValidationError(errs)
