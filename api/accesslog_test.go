@@ -590,3 +590,46 @@ func TestRequestsPassWhenLogQueueFull(t *testing.T) {
 		}
 	})
 }
+
+// A path or query holding NUL or invalid UTF-8 names nothing: it answers
+// 404 or 400, never reaches PostgreSQL (which refuses such text), and its
+// access-log row does not cost the rows batched with it.
+func TestBadBytesInURLs(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		cases := []struct {
+			method, path, key string
+			status            int
+			message           string
+		}{
+			{"GET", "/api/admin/modules/a%00b", e.admin, 404, "not found"},
+			{"GET", "/api/modules/a%ffb/records", e.admin, 404, "not found"},
+			{"GET", "/api/admin/access-logs?key_id=%00", e.admin, 400, "query parameters must be valid UTF-8 without NUL"},
+			{"GET", "/api/modules?x%ff=1", e.admin, 400, "query parameters must be valid UTF-8 without NUL"},
+			{"POST", "/api/webhooks/a%00/b", "", 404, "no inbound webhook at this URL"},
+			{"POST", "/api/webhooks/orders/%ff%00", "", 404, "no inbound webhook at this URL"},
+		}
+		var ids []string
+		for _, c := range cases {
+			r := e.call(c.method, c.path, c.key, `{}`)
+			var body struct{ Message string }
+			r.decode(&body)
+			if r.status != c.status || body.Message != c.message {
+				t.Errorf("%s %s: %d %s, want %d %q", c.method, c.path, r.status, r.body, c.status, c.message)
+			}
+			if c.key != "" {
+				ids = append(ids, r.header.Get("X-Request-Id"))
+			}
+		}
+		ids = append(ids, e.call("GET", "/api/admin/modules", e.admin, nil).want(200).header.Get("X-Request-Id"))
+		pollUntil(t, logVisibleWithin, "every call in the access log", func() bool {
+			page := e.accessLogs(url.Values{"limit": {"100"}})
+			for _, id := range ids {
+				if !containsRequest(page.Data, id) {
+					return false
+				}
+			}
+			return true
+		})
+	})
+}

@@ -178,6 +178,10 @@ func TestInboundCreatesThenUpdates(t *testing.T) {
 			if l.Route != "/api/webhooks/:moduleSlug/:token" || deref(l.TenantID) != e.tenantID || deref(l.ModuleID) != h.moduleID || l.KeyID != nil {
 				t.Errorf("access-log row %+v: want the inbound route, tenant and module, no key", l)
 			}
+			// The token is a credential: the log keeps only its start.
+			if want := "/api/webhooks/orders/" + h.token[:6] + "…"; l.Path != want {
+				t.Errorf("logged path %q, want %q", l.Path, want)
+			}
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -81,12 +82,18 @@ func (s *Server) observe(c *gin.Context) {
 		return
 	}
 	cl := callOf(c)
+	path := c.Request.URL.Path
+	if route == inboundRoute {
+		// The token is a credential: the log keeps enough to tell tokens apart.
+		token := c.Param("token")
+		path = "/api/webhooks/" + c.Param("moduleSlug") + "/" + token[:min(len(token), 6)] + "…"
+	}
 	s.logs.Enqueue(models.AccessLog{
 		ID:         models.NewID(models.PrefixAccessLog),
 		TenantID:   optional(cl.tenantID),
 		KeyID:      optional(cl.keyID),
 		Method:     c.Request.Method,
-		Path:       truncate(c.Request.URL.Path, 2048),
+		Path:       truncate(path, 2048),
 		Route:      route,
 		ModuleID:   optional(cl.moduleID),
 		Status:     status,
@@ -111,6 +118,34 @@ func truncate(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// checkParams refuses path and query parameters that no stored value can
+// equal, NUL or invalid UTF-8, before they reach a query that PostgreSQL
+// would refuse with an error: such a path names nothing (404, the inbound
+// webhook's own 404 on its route), such a query parameter is bad (400).
+func (s *Server) checkParams(c *gin.Context) {
+	for _, p := range c.Params {
+		if !cleanParam(p.Value) {
+			if c.FullPath() == inboundRoute {
+				s.fail(c, errNoInbound)
+			} else {
+				s.fail(c, models.ErrNotFound)
+			}
+			return
+		}
+	}
+	for name, values := range c.Request.URL.Query() {
+		for _, v := range values {
+			if !cleanParam(name) || !cleanParam(v) {
+				s.fail(c, invalid("query parameters must be valid UTF-8 without NUL"))
+				return
+			}
+		}
+	}
+	c.Next()
+}
+
+func cleanParam(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
 // recover turns a panic into a 500 that shows nothing of it.
 func (s *Server) recover(c *gin.Context) {

@@ -58,6 +58,9 @@ type Deps struct {
 	OpsOnly bool
 }
 
+// inboundRoute is the public inbound webhook.
+const inboundRoute = "/api/webhooks/:moduleSlug/:token"
+
 // Server serves the HTTP API.
 type Server struct {
 	store            *models.Store
@@ -120,9 +123,9 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 
 	pub := r.Group("/api")
 	pub.GET("/openapi.yaml", serveOpenAPI)
-	pub.POST("/webhooks/:moduleSlug/:token", s.receiveInbound)
+	r.POST(inboundRoute, s.checkParams, s.receiveInbound)
 
-	authed := r.Group("/api", s.authenticate, s.rateLimit)
+	authed := r.Group("/api", s.authenticate, s.rateLimit, s.checkParams)
 	authed.GET("/modules", s.listModules)
 	authed.GET("/modules/:id/records", s.listRecords)
 	authed.POST("/modules/:id/records", s.createRecord)

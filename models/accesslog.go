@@ -56,6 +56,12 @@ func (s *Store) InsertAccessLogs(ctx context.Context, logs []AccessLog) error {
 	}
 	usage := map[bucket]*KeyUsage{}
 	lastUsed := map[string]time.Time{}
+	for i := range logs {
+		// A request path or user agent may hold anything, NUL and invalid
+		// UTF-8 included, which PostgreSQL would refuse, and the whole
+		// batch with it.
+		logs[i].Path, logs[i].UserAgent = storableText(logs[i].Path, 2048), storableText(logs[i].UserAgent, 512)
+	}
 	for _, l := range logs {
 		if l.KeyID == nil || l.TenantID == nil {
 			continue
