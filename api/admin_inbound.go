@@ -2,7 +2,9 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -204,6 +206,7 @@ type inboundEventJSON struct {
 	IP            string              `json:"ip"`
 	DeliveryID    *string             `json:"delivery_id"`
 	DuplicateOf   *string             `json:"duplicate_of"`
+	ReplayOf      *string             `json:"replay_of"`
 }
 
 func inboundEventOut(ev *models.InboundEvent) inboundEventJSON {
@@ -211,7 +214,7 @@ func inboundEventOut(ev *models.InboundEvent) inboundEventJSON {
 		ID: ev.ID, ModuleID: ev.ModuleID, RequestID: ev.RequestID, ReceivedAt: ev.ReceivedAt, Status: ev.Status,
 		Action: ev.Action, RecordID: ev.RecordID, Headers: nonNilHeaders(ev.Headers), Body: ev.Body,
 		BodySize: ev.BodySize, BodyTruncated: ev.BodyTruncated, IP: ev.IP,
-		DeliveryID: ev.DeliveryID, DuplicateOf: ev.DuplicateOf,
+		DeliveryID: ev.DeliveryID, DuplicateOf: ev.DuplicateOf, ReplayOf: ev.ReplayOf,
 	}
 	if ev.Error != "" {
 		out.Error = &inboundErrorJSON{Code: ev.Error, Message: ev.ErrorMessage, Details: ev.ErrorDetails}
@@ -239,4 +242,47 @@ func (s *Server) adminListInboundEvents(c *gin.Context) {
 		out.Data[i] = inboundEventOut(&evs[i])
 	}
 	c.JSON(http.StatusOK, out)
+}
+
+// adminReplayInboundEvent applies a kept call's body again, through the
+// webhook's current mapping: after a mapping is fixed, the calls it refused
+// need not be sent again by their senders. The replay is kept as an
+// inbound event of its own, with replay_of; it answers that event (202) or
+// the error the call met (422 mapping_failed, say).
+func (s *Server) adminReplayInboundEvent(c *gin.Context) {
+	callOf(c).moduleID = c.Param("id")
+	ctx := c.Request.Context()
+	orig, err := s.store.GetInboundEvent(ctx, tenantOf(c), c.Param("id"), c.Param("eventId"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if !orig.Replayable() {
+		s.fail(c, models.Errorf(models.KindConflict, "the call answered %d cannot be replayed: only calls whose whole body was read and whose signature passed can", orig.Status))
+		return
+	}
+	w, err := s.store.GetInbound(ctx, tenantOf(c), c.Param("id"))
+	if errors.Is(err, models.ErrNotFound) {
+		err = models.Errorf(models.KindConflict, "the module has no inbound webhook any more")
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	ev := &models.InboundEvent{
+		ID: models.NewID(models.PrefixInboundEvent), TenantID: w.TenantID, ModuleID: w.ModuleID, WebhookID: w.ID,
+		RequestID: requestID(c), Headers: orig.Headers, Body: orig.Body, BodySize: orig.BodySize, IP: c.ClientIP(),
+		ReplayOf: &orig.ID, ReceivedAt: s.now().UTC(),
+	}
+	payload, err := decodePayload([]byte(orig.Body))
+	if err == nil {
+		_, err = s.store.ApplyInbound(ctx, w, payload, ev)
+	}
+	if err != nil {
+		s.rejectInbound(ctx, c, ev, err)
+		return
+	}
+	s.metrics.inbound.WithLabelValues("replayed").Inc()
+	c.JSON(http.StatusAccepted, inboundEventOut(ev))
 }

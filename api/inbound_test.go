@@ -84,6 +84,7 @@ type inboundEvent struct {
 	BodyTruncated bool                   `json:"body_truncated"`
 	DeliveryID    *string                `json:"delivery_id"`
 	DuplicateOf   *string                `json:"duplicate_of"`
+	ReplayOf      *string                `json:"replay_of"`
 }
 
 func (e *env) inboundEvents(moduleID string) []inboundEvent {
@@ -626,5 +627,49 @@ func TestInboundRetriesAreAppliedOnce(t *testing.T) {
 		if dups != 3+n-1 {
 			t.Errorf("%d calls kept as duplicates, want %d", dups, 3+n-1)
 		}
+	})
+}
+
+func TestInboundReplayAfterTheMappingIsFixed(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		// A mapping that sends the order total to the email field: every
+		// call with a total is refused.
+		cfg := orderConfig(map[string]any{"secret": inboundSecret})
+		rules := cfg["mapping"].([]map[string]any)
+		rules[1]["field"] = "email"
+		rules[2]["field"] = "total"
+		h := e.configureInbound("orders", cfg)
+		body := `{"order":{"id":"F-1","total":7}}`
+		e.call("POST", h.path, "", body, "X-Webhook-Signature", "sha256=0000000000000000000000000000000000000000000000000000000000000000").want(401)
+		e.call("POST", h.path, "", body, "X-Webhook-Signature", "sha256="+hexMAC(inboundSecret, body)).want(422)
+		kept := e.inboundEvents(h.moduleID)
+		refused, unsigned := kept[0], kept[1]
+		base := "/api/admin/modules/" + h.moduleID + "/inbound-events/"
+
+		// Replaying before the fix fails the same way, and is kept too.
+		if r := e.call("POST", base+refused.ID+"/replay", e.admin, nil); r.status != 422 || r.errorCode() != "mapping_failed" {
+			t.Errorf("replay before the fix: %d %s", r.status, r.body)
+		}
+		// A call whose signature failed is not replayed.
+		if r := e.call("POST", base+unsigned.ID+"/replay", e.admin, nil); r.status != 409 {
+			t.Errorf("replay of an unsigned call: %d %s, want 409", r.status, r.body)
+		}
+		e.call("PUT", "/api/admin/modules/"+h.moduleID+"/inbound-webhook", e.admin, orderConfig(nil)).want(200)
+		var replay inboundEvent
+		e.call("POST", base+refused.ID+"/replay", e.admin, nil).want(202).decode(&replay)
+		if replay.Status != 202 || deref(replay.Action) != "created" || replay.RecordID == nil || deref(replay.ReplayOf) != refused.ID || replay.Body != body {
+			t.Fatalf("replay %+v", replay)
+		}
+		rec := e.call("GET", "/api/modules/"+h.moduleID+"/records/"+*replay.RecordID, e.admin, nil).want(200).json()
+		if diff := cmp.Diff(map[string]any{"order_id": "F-1", "total": float64(7), "state": "new"}, rec["fields"]); diff != "" {
+			t.Errorf("replayed record (-want +got):\n%s", diff)
+		}
+		if n := len(e.inboundEvents(h.moduleID)); n != 4 {
+			t.Errorf("%d inbound events, want 2 calls and 2 replays", n)
+		}
+		e.call("POST", base+"ibe_nosuch/replay", e.admin, nil).want(404)
+		other := newEnvOn(t, e.store)
+		other.call("POST", base+refused.ID+"/replay", other.admin, nil).want(404)
 	})
 }

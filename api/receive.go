@@ -69,7 +69,7 @@ func (s *Server) receiveInbound(c *gin.Context) {
 
 	body, err := readBody(c)
 	ev.Body, ev.BodySize = string(body), len(body)
-	if errors.Is(err, errTooLarge) {
+	if err != nil {
 		ev.BodyTruncated = true
 		ev.BodySize = max(len(body), int(c.Request.ContentLength))
 	}

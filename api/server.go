@@ -144,6 +144,7 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	admin.DELETE("/modules/:id/inbound-webhook", s.adminDeleteInbound)
 	admin.POST("/modules/:id/inbound-webhook/rotate-token", s.adminRotateInboundToken)
 	admin.GET("/modules/:id/inbound-events", s.adminListInboundEvents)
+	admin.POST("/modules/:id/inbound-events/:eventId/replay", s.adminReplayInboundEvent)
 	admin.POST("/keys", s.adminCreateKey)
 	admin.GET("/keys", s.adminListKeys)
 	admin.GET("/keys/:id", s.adminGetKey)

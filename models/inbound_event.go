@@ -49,9 +49,11 @@ type InboundEvent struct {
 	BodyTruncated bool
 	IP            string `gorm:"column:ip"`
 	// DeliveryID is the sender's id of the call, if it sent one;
-	// DuplicateOf names the applied call that this one repeats.
+	// DuplicateOf names the applied call that this one repeats; ReplayOf
+	// the kept call whose body an admin replayed.
 	DeliveryID  *string
 	DuplicateOf *string
+	ReplayOf    *string
 	ReceivedAt  time.Time
 }
 
@@ -313,6 +315,26 @@ func (s *Store) insertInboundEvent(tx *gorm.DB, ev *InboundEvent) error {
 // commit: refused, unsigned or unmappable.
 func (s *Store) RecordInboundEvent(ctx context.Context, ev *InboundEvent) error {
 	return s.write(ctx, func(tx *gorm.DB) error { return s.insertInboundEvent(tx, ev) })
+}
+
+// Replayable reports whether a kept call can be applied again: only a call
+// whose whole body was read and whose signature passed (its status says
+// it got past those checks).
+func (ev *InboundEvent) Replayable() bool {
+	switch ev.Status {
+	case 202, 400, 409, 422, 500:
+		return !ev.BodyTruncated
+	}
+	return false
+}
+
+// GetInboundEvent returns one call kept for one of the tenant's modules.
+func (s *Store) GetInboundEvent(ctx context.Context, tenantID, moduleID, id string) (*InboundEvent, error) {
+	var ev InboundEvent
+	if err := s.r.WithContext(ctx).Where("id = ? AND module_id = ? AND tenant_id = ?", id, moduleID, tenantID).Take(&ev).Error; err != nil {
+		return nil, notFoundOr(err, "load inbound event")
+	}
+	return &ev, nil
 }
 
 // ListInboundEvents returns a page of the calls a module's inbound webhook

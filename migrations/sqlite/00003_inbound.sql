@@ -20,7 +20,8 @@ CREATE TABLE inbound_webhooks (
 -- Every call that reached an inbound webhook, with its raw body and outcome.
 -- delivery_id is the sender's id of the call (Idempotency-Key, webhook-id,
 -- X-GitHub-Delivery): one applied call per id and webhook; a repeat is kept
--- with duplicate_of naming the call it repeats.
+-- with duplicate_of naming the call it repeats. replay_of names the kept
+-- call that an admin replayed.
 CREATE TABLE inbound_events (
     id             TEXT PRIMARY KEY,
     tenant_id      TEXT NOT NULL,
@@ -40,6 +41,7 @@ CREATE TABLE inbound_events (
     ip             TEXT NOT NULL DEFAULT '',
     delivery_id    TEXT,
     duplicate_of   TEXT,
+    replay_of      TEXT,
     received_at    DATETIME NOT NULL
 );
 CREATE INDEX inbound_events_module_idx ON inbound_events (module_id, received_at, id);
