@@ -134,6 +134,10 @@ func (s *Server) checkParams(c *gin.Context) {
 			return
 		}
 	}
+	if c.Request.URL.RawQuery == "" {
+		c.Next()
+		return
+	}
 	for name, values := range c.Request.URL.Query() {
 		for _, v := range values {
 			if !cleanParam(name) || !cleanParam(v) {
