@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -19,12 +20,52 @@ import (
 	"github.com/recordhub/recordhub/models/storetest"
 )
 
-// unlimited lets every call through: the benchmarks measure what an
-// inbound call costs, not the 60-a-minute budget.
+// unlimited lets every call through: the benchmarks and the fuzz target
+// measure what an inbound call costs, not the 60-a-minute budget.
 type unlimited struct{}
 
 func (unlimited) Allow(context.Context, string, int) (ratelimit.Result, error) {
 	return ratelimit.Result{Allowed: true, Limit: 1 << 30, Remaining: 1 << 30}, nil
+}
+
+// inboundServer is an API without rate limits or access log on a fresh
+// store, with a tenant, for inbound calls in bulk.
+type inboundServer struct {
+	tb     testing.TB
+	store  *models.Store
+	tenant string
+	srv    *httptest.Server
+}
+
+func newInboundServer(tb testing.TB, d models.Dialect) *inboundServer {
+	tb.Helper()
+	store := storetest.Open(tb, d)
+	tenant, _, _, err := store.CreateTenant(context.Background(), "bulk", "", 1000)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(api.New(api.Deps{
+		Store: store, Limiter: unlimited{}, Logs: discardLogs{}, Registry: prometheus.NewRegistry(), Log: quietLog,
+	}).Handler())
+	tb.Cleanup(srv.Close)
+	return &inboundServer{tb: tb, store: store, tenant: tenant.ID, srv: srv}
+}
+
+// hook creates a module with fields and an inbound webhook on it, and
+// returns the webhook's URL.
+func (s *inboundServer) hook(slug string, fields []models.Field, in models.InboundInput) string {
+	s.tb.Helper()
+	ctx := context.Background()
+	m, err := s.store.CreateModule(ctx, s.tenant, models.ModuleInput{Slug: &slug, Name: &slug, Fields: &fields})
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	in.Enabled = true
+	_, token, _, err := s.store.ConfigureInbound(ctx, s.tenant, m.ID, in)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	return s.srv.URL + "/api/webhooks/" + slug + "/" + token
 }
 
 // BenchmarkInbound measures inbound calls through HTTP on each database:
@@ -35,36 +76,15 @@ func (unlimited) Allow(context.Context, string, int) (ratelimit.Result, error) {
 func BenchmarkInbound(b *testing.B) {
 	for _, d := range storetest.Dialects {
 		b.Run(string(d), func(b *testing.B) {
-			ctx := context.Background()
-			store := storetest.Open(b, d)
-			tenant, _, _, err := store.CreateTenant(ctx, "bench", "", 1000)
-			if err != nil {
-				b.Fatal(err)
-			}
-			srv := httptest.NewServer(api.New(api.Deps{
-				Store: store, Limiter: unlimited{}, Logs: discardLogs{}, Registry: prometheus.NewRegistry(),
-				Log: quietLog,
-			}).Handler())
-			b.Cleanup(srv.Close)
-			hook := func(slug string, match []string) string {
-				fields := []models.Field{{Name: "order_id", Type: models.TypeString, Required: true}, {Name: "total", Type: models.TypeInteger}}
-				m, err := store.CreateModule(ctx, tenant.ID, models.ModuleInput{Slug: &slug, Name: &slug, Fields: &fields})
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, token, _, err := store.ConfigureInbound(ctx, tenant.ID, m.ID, models.InboundInput{
-					Mapping:     []mapping.Rule{{Source: "$.payload.order.id", Field: "order_id"}, {Source: "$.payload.order.total", Field: "total"}},
-					MatchFields: match, Enabled: true,
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-				return token
-			}
-			createToken := hook("create", nil)
-			upsertToken := hook("upsert", []string{"order_id"})
+			s := newInboundServer(b, d)
+			fields := []models.Field{{Name: "order_id", Type: models.TypeString, Required: true}, {Name: "total", Type: models.TypeInteger}}
+			rules := []mapping.Rule{{Source: "$.payload.order.id", Field: "order_id"}, {Source: "$.payload.order.total", Field: "total"}}
+			createURL := s.hook("create", fields, models.InboundInput{Mapping: rules})
+			upsertURL := s.hook("upsert", fields, models.InboundInput{Mapping: rules, MatchFields: []string{"order_id"}})
+			createToken := createURL[strings.LastIndex(createURL, "/")+1:]
+			upsertToken := upsertURL[strings.LastIndex(upsertURL, "/")+1:]
 			post := func(path string, body []byte, want int) error {
-				res, err := srv.Client().Post(srv.URL+path, "application/json", bytes.NewReader(body))
+				res, err := s.srv.Client().Post(s.srv.URL+path, "application/json", bytes.NewReader(body))
 				if err != nil {
 					return err
 				}

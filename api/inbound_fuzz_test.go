@@ -2,16 +2,12 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/recordhub/recordhub/api"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/mapping"
 	"github.com/recordhub/recordhub/models/storetest"
@@ -42,39 +38,22 @@ func FuzzInboundPayload(f *testing.F) {
 		url string
 		srv *httptest.Server
 	}
+	fields := []models.Field{
+		{Name: "order_id", Type: models.TypeString, Required: true}, {Name: "total", Type: models.TypeInteger},
+		{Name: "email", Type: models.TypeEmail}, {Name: "state", Type: models.TypeStatus, States: []string{"new", "paid"}, Initial: "new"},
+	}
+	in := models.InboundInput{
+		Mapping: []mapping.Rule{
+			{Source: "$.payload.order.id", Field: "order_id"}, {Source: "$.payload.order.total", Field: "total"},
+			{Source: "$.payload.order.customer.email", Field: "email"}, {Source: "$.payload.order.state", Field: "state"},
+			{Source: "$.payload['source system']", Field: "custom_data.source"},
+		},
+		MatchFields: []string{"order_id"},
+	}
 	var targets []*target
 	for _, d := range storetest.Dialects {
-		ctx := context.Background()
-		store := storetest.Open(f, d)
-		tenant, _, _, err := store.CreateTenant(ctx, "fuzz", "", 1000)
-		if err != nil {
-			f.Fatal(err)
-		}
-		slug, name := "orders", "Orders"
-		fields := []models.Field{
-			{Name: "order_id", Type: models.TypeString, Required: true}, {Name: "total", Type: models.TypeInteger},
-			{Name: "email", Type: models.TypeEmail}, {Name: "state", Type: models.TypeStatus, States: []string{"new", "paid"}, Initial: "new"},
-		}
-		m, err := store.CreateModule(ctx, tenant.ID, models.ModuleInput{Slug: &slug, Name: &name, Fields: &fields})
-		if err != nil {
-			f.Fatal(err)
-		}
-		_, token, _, err := store.ConfigureInbound(ctx, tenant.ID, m.ID, models.InboundInput{
-			Mapping: []mapping.Rule{
-				{Source: "$.payload.order.id", Field: "order_id"}, {Source: "$.payload.order.total", Field: "total"},
-				{Source: "$.payload.order.customer.email", Field: "email"}, {Source: "$.payload.order.state", Field: "state"},
-				{Source: "$.payload['source system']", Field: "custom_data.source"},
-			},
-			MatchFields: []string{"order_id"}, Enabled: true,
-		})
-		if err != nil {
-			f.Fatal(err)
-		}
-		srv := httptest.NewServer(api.New(api.Deps{
-			Store: store, Limiter: unlimited{}, Logs: discardLogs{}, Registry: prometheus.NewRegistry(), Log: quietLog,
-		}).Handler())
-		f.Cleanup(srv.Close)
-		targets = append(targets, &target{d: d, url: srv.URL + "/api/webhooks/orders/" + token, srv: srv})
+		s := newInboundServer(f, d)
+		targets = append(targets, &target{d: d, url: s.hook("orders", fields, in), srv: s.srv})
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		statuses := map[models.Dialect]int{}

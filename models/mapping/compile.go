@@ -72,9 +72,6 @@ func Compile(rules []Rule) (*Mapping, []Problem) {
 // Rules returns the rules as given to Compile.
 func (m *Mapping) Rules() []Rule { return slices.Clone(m.rules) }
 
-// Targets returns the target of each rule, in rule order.
-func (m *Mapping) Targets() []Target { return slices.Clone(m.targets) }
-
 // RuleFor returns the index of the rule that writes t, or -1.
 func (m *Mapping) RuleFor(t Target) int {
 	if i, ok := m.index[t]; ok {
