@@ -33,6 +33,7 @@ var statusOf = map[models.Kind]int{
 	models.KindUnsupportedType:  http.StatusUnsupportedMediaType,
 	models.KindMappingFailed:    http.StatusUnprocessableEntity,
 	models.KindInvalidSignature: http.StatusUnauthorized,
+	models.KindUnavailable:      http.StatusServiceUnavailable,
 	models.KindInternal:         http.StatusInternalServerError,
 }
 

@@ -28,7 +28,9 @@ const (
 	KindMappingFailed Kind = "mapping_failed"
 	// KindInvalidSignature: an inbound call's signature is missing or wrong.
 	KindInvalidSignature Kind = "invalid_signature"
-	KindInternal         Kind = "internal"
+	// KindUnavailable: a service the call needs (Temporal) did not answer.
+	KindUnavailable Kind = "unavailable"
+	KindInternal    Kind = "internal"
 )
 
 // FieldError names one field that failed validation.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -23,6 +25,10 @@ type Event struct {
 	Payload      string
 	OccurredAt   time.Time `gorm:"autoCreateTime:false"`
 	DispatchedAt *time.Time
+	// ClaimedBy and ClaimedUntil are the dispatcher that holds the pending
+	// event and until when (see ClaimEvents).
+	ClaimedBy    *string
+	ClaimedUntil *time.Time
 }
 
 // eventBody is the JSON body of an event (SPEC §6).
@@ -174,13 +180,168 @@ func (s *Store) eventsWritten() {
 // process.
 func (s *Store) EventWake() <-chan struct{} { return s.eventWake }
 
-// PendingEvents returns up to limit events not yet dispatched, oldest first.
+// PendingEvents returns up to limit events not yet dispatched, oldest
+// first, claimed or not. The dispatcher claims instead (ClaimEvents); this
+// is for tests and tools that look at the outbox.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]Event, error) {
 	var out []Event
 	if err := s.r.WithContext(ctx).Where("dispatched_at IS NULL").Order("occurred_at, id").Limit(limit).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("pending events: %w", err)
 	}
 	return out, nil
+}
+
+// maxClaimTenants bounds the tenants one claim looks at; past it, a random
+// window of them is served, so that every tenant's turn comes.
+const maxClaimTenants = 1000
+
+// Claim asks ClaimEvents for pending events.
+type Claim struct {
+	// Owner names the dispatcher; it must be unique to one process.
+	Owner string
+	// Limit is the most events to claim; each tenant with pending events
+	// gets an equal share of it (at least one).
+	Limit int
+	// Lease is how long the claim holds: until then no other dispatcher
+	// takes the events, after it anyone may (the owner died or hangs).
+	Lease time.Duration
+}
+
+// ClaimEvents claims pending events that no live claim holds, fairly
+// between tenants: every tenant with pending events gets an equal share of
+// c.Limit, its oldest events first, so that one tenant's backlog delays
+// another tenant's events by a round at most. The events come in turns
+// between tenants (interleaveTenants). Dispatchers on PostgreSQL
+// claim concurrently without waiting for each other (FOR UPDATE SKIP
+// LOCKED) and never claim one event twice; SQLite's single writer does the
+// same by itself.
+func (s *Store) ClaimEvents(ctx context.Context, c Claim) ([]Event, error) {
+	if c.Owner == "" || c.Limit < 1 || c.Lease <= 0 {
+		return nil, fmt.Errorf("claim events: owner, a positive limit and a positive lease are required")
+	}
+	tenants, err := s.pendingTenants(ctx)
+	if err != nil || len(tenants) == 0 {
+		return nil, err
+	}
+	if len(tenants) > c.Limit {
+		// More tenants wait than a round serves: a random window of them.
+		i := rand.IntN(len(tenants))
+		tenants = append(tenants[i:], tenants[:i]...)[:c.Limit]
+	}
+	per := (c.Limit + len(tenants) - 1) / len(tenants)
+	now := s.now()
+	until := now.Add(c.Lease)
+	var out []Event
+	if s.dialect == Postgres {
+		// One statement: each tenant's oldest claimable events, skipping
+		// rows another dispatcher is claiming at this moment.
+		err = s.w.WithContext(ctx).Raw(`
+			WITH picked AS (
+				SELECT p.id FROM unnest(?::text[]) AS t(tenant_id)
+				CROSS JOIN LATERAL (
+					SELECT e.id FROM events e
+					WHERE e.tenant_id = t.tenant_id AND e.dispatched_at IS NULL
+					  AND (e.claimed_until IS NULL OR e.claimed_until < ?)
+					ORDER BY e.occurred_at, e.id
+					LIMIT ?
+					FOR UPDATE SKIP LOCKED
+				) p
+			)
+			UPDATE events SET claimed_by = ?, claimed_until = ?
+			FROM picked WHERE events.id = picked.id
+			RETURNING events.*`, pgTextArray(tenants), now, per, c.Owner, until).Scan(&out).Error
+	} else {
+		err = s.write(ctx, func(tx *gorm.DB) error {
+			var ids []string
+			for _, t := range tenants {
+				var some []string
+				if err := tx.Model(&Event{}).Where("tenant_id = ? AND dispatched_at IS NULL AND (claimed_until IS NULL OR claimed_until < ?)", t, now).
+					Order("occurred_at, id").Limit(per).Pluck("id", &some).Error; err != nil {
+					return err
+				}
+				ids = append(ids, some...)
+			}
+			if len(ids) == 0 {
+				return nil
+			}
+			if err := tx.Model(&Event{}).Where("id IN ?", ids).Updates(map[string]any{"claimed_by": c.Owner, "claimed_until": until}).Error; err != nil {
+				return err
+			}
+			return tx.Where("id IN ?", ids).Find(&out).Error
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim events: %w", err)
+	}
+	interleaveTenants(out)
+	return out, nil
+}
+
+// interleaveTenants orders events as turns between tenants: every tenant's
+// oldest, then every tenant's second oldest, and so on, oldest first
+// within a turn; so that whoever starts them in order serves a tenant with
+// one event as soon as one with many.
+func interleaveTenants(evs []Event) {
+	older := func(a, b *Event) bool {
+		if !a.OccurredAt.Equal(b.OccurredAt) {
+			return a.OccurredAt.Before(b.OccurredAt)
+		}
+		return a.ID < b.ID
+	}
+	sort.Slice(evs, func(i, j int) bool { return older(&evs[i], &evs[j]) })
+	turn := make([]int, len(evs))
+	seen := map[string]int{}
+	for i := range evs {
+		turn[i] = seen[evs[i].TenantID]
+		seen[evs[i].TenantID]++
+	}
+	idx := make([]int, len(evs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return turn[idx[a]] < turn[idx[b]] })
+	sorted := make([]Event, len(evs))
+	for i, k := range idx {
+		sorted[i] = evs[k]
+	}
+	copy(evs, sorted)
+}
+
+// pendingTenants returns the tenants that have undispatched events, up to
+// maxClaimTenants, by walking the pending-events index from one tenant to
+// the next (a loose index scan: one probe per tenant, however many events
+// each has waiting).
+func (s *Store) pendingTenants(ctx context.Context) ([]string, error) {
+	var out []string
+	err := s.r.WithContext(ctx).Raw(`
+		WITH RECURSIVE t(tenant_id) AS (
+			SELECT (SELECT tenant_id FROM events WHERE dispatched_at IS NULL ORDER BY tenant_id LIMIT 1)
+			UNION ALL
+			SELECT (SELECT e.tenant_id FROM events e WHERE e.dispatched_at IS NULL AND e.tenant_id > t.tenant_id ORDER BY e.tenant_id LIMIT 1)
+			FROM t WHERE t.tenant_id IS NOT NULL
+		)
+		SELECT tenant_id FROM t WHERE tenant_id IS NOT NULL LIMIT ?`, maxClaimTenants).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("tenants with pending events: %w", err)
+	}
+	return out, nil
+}
+
+// ReleaseEvents gives up owner's claims on the events ids that are still
+// pending, so that the next round of any dispatcher takes them at once
+// instead of after the lease.
+func (s *Store) ReleaseEvents(ctx context.Context, owner string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&Event{}).Where("id IN ? AND claimed_by = ? AND dispatched_at IS NULL", ids, owner).
+			Updates(map[string]any{"claimed_by": nil, "claimed_until": nil}).Error
+	})
+	if err != nil {
+		return fmt.Errorf("release events: %w", err)
+	}
+	return nil
 }
 
 // MarkDispatched records that events' deliveries were started.
@@ -221,6 +382,26 @@ func (s *Store) EventBacklog(ctx context.Context) (int64, time.Duration, error) 
 		return n, 0, notFoundOr(err, "oldest event")
 	}
 	return n, s.now().Sub(oldest.OccurredAt), nil
+}
+
+// pgArrayEscaper escapes an element of a PostgreSQL array literal.
+var pgArrayEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+
+// pgTextArray is a PostgreSQL text[] literal of ss, to bind as one
+// parameter (GORM would expand a slice into a list of them).
+func pgTextArray(ss []string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, v := range ss {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		b.WriteString(pgArrayEscaper.Replace(v))
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // SubscribedEndpoints returns the tenant's enabled endpoints that want an

@@ -64,7 +64,7 @@ func TestDeliveryRealAttempts(t *testing.T) {
 	s.SetLogger(testLogger(t))
 	env := s.NewTestWorkflowEnvironment()
 	Register(env, d)
-	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID(ev.ID, ep.ID), TaskQueue: TaskQueue})
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID(ev.ID, ep.ID), TaskQueue: DefaultTaskQueue})
 	var starts []time.Duration
 	begin := env.Now()
 	env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {

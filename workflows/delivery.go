@@ -126,11 +126,12 @@ func NonRetryableErrorTypes() []string {
 }
 
 // activityOptions are the options of the attempt activity: one activity
-// attempt per delivery attempt, retried on Temporal's schedule.
+// attempt per delivery attempt, retried on Temporal's schedule. The attempt
+// runs on the workflow's own task queue (no TaskQueue set), whichever
+// deployment's queue that is.
 func activityOptions(in DeliveryInput) workflow.ActivityOptions {
 	p := in.Policy.withDefaults()
 	return workflow.ActivityOptions{
-		TaskQueue:           TaskQueue,
 		StartToCloseTimeout: p.AttemptTimeout + rowMargin,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        p.Initial,

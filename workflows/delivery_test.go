@@ -15,6 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -69,11 +70,15 @@ type run struct {
 
 // runDelivery runs the Delivery workflow with in, registered as the worker
 // registers it, the real activity's Attempt replaced by attempt.
+// testQueue is a deployment's own task queue, not the default one.
+const testQueue = "recordhub-webhooks-test"
+
 func runDelivery(t *testing.T, in DeliveryInput, attempt attemptFunc) run {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(testLogger(t))
 	env := s.NewTestWorkflowEnvironment()
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{TaskQueue: testQueue})
 	Register(env, &activities.Deliverer{})
 	var r run
 	env.OnActivity("Attempt", mock.Anything, mock.Anything).Return(
@@ -248,7 +253,7 @@ func TestDeliveryActivityOptions(t *testing.T) {
 		if o.StartToCloseTimeout > timeout+time.Minute {
 			t.Errorf("policy %+v: StartToCloseTimeout %s: a lost worker's attempt would wait too long", p, o.StartToCloseTimeout)
 		}
-		if o.TaskQueue != TaskQueue || o.ScheduleToCloseTimeout != 0 || o.ScheduleToStartTimeout != 0 {
+		if o.TaskQueue != "" || o.ScheduleToCloseTimeout != 0 || o.ScheduleToStartTimeout != 0 {
 			t.Errorf("policy %+v: options %+v", p, o)
 		}
 	}
@@ -268,8 +273,9 @@ func TestDeliveryActivityOptions(t *testing.T) {
 	if got, want := r.infos[0].StartToCloseTimeout, DefaultAttemptTimeout+rowMargin; got != want {
 		t.Errorf("activity's StartToCloseTimeout %s, want %s", got, want)
 	}
-	if got := r.infos[0].TaskQueue; got != TaskQueue {
-		t.Errorf("activity's task queue %q, want %q", got, TaskQueue)
+	// The workflow's own queue, whatever RECORDHUB_TEMPORAL_TASK_QUEUE is.
+	if got := r.infos[0].TaskQueue; got != testQueue {
+		t.Errorf("activity's task queue %q, want the workflow's, %q", got, testQueue)
 	}
 }
 

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,8 +17,10 @@ import (
 
 // Store is the outbox as the dispatcher sees it; *models.Store is one.
 type Store interface {
-	// PendingEvents returns up to limit undispatched events, oldest first.
-	PendingEvents(ctx context.Context, limit int) ([]models.Event, error)
+	// ClaimEvents claims pending events for a lease, fairly between tenants.
+	ClaimEvents(ctx context.Context, c models.Claim) ([]models.Event, error)
+	// ReleaseEvents gives up the owner's claims on events still pending.
+	ReleaseEvents(ctx context.Context, owner string, ids []string) error
 	// SubscribedEndpoints returns the enabled endpoints that want the event.
 	SubscribedEndpoints(ctx context.Context, tenantID, eventType, moduleID string) ([]models.WebhookEndpoint, error)
 	// MarkDispatched records that the events' deliveries were started.
@@ -33,66 +36,105 @@ var _ Store = (*models.Store)(nil)
 
 // Dispatcher defaults.
 const (
-	DefaultBatchSize    = 100
-	DefaultConcurrency  = 8
+	// DefaultBatchSize and DefaultConcurrency make a round one batch of
+	// starts at once: a round lasts about one start, however busy
+	// Temporal is, so a tenant's event claimed in the next round waits
+	// that long behind another tenant's backlog, not a hundred starts.
+	DefaultBatchSize    = 16
+	DefaultConcurrency  = 16
 	DefaultPollInterval = time.Second
-	DefaultMaxBackoff   = 30 * time.Second
+	// DefaultMaxBackoff caps the wait after a failed round: short, so that
+	// the outbox drains soon after Temporal answers again. A failed round
+	// costs one claim and one start, so trying twice a second is cheap.
+	DefaultMaxBackoff = 500 * time.Millisecond
+	// DefaultLease is how long a claim keeps other dispatchers off events:
+	// far longer than a round takes, so that a live dispatcher never loses
+	// its events; a dead one's are taken over when it ends.
+	DefaultLease = 30 * time.Second
+	// DefaultEagerBatch is the largest round started with eager start: a
+	// round of a few events means the outbox keeps up.
+	DefaultEagerBatch = 4
 	// startTimeout bounds one start, so that a server that does not answer
 	// holds the outbox for a round, not for ever.
 	startTimeout = 10 * time.Second
+	// observeEvery is how often the outbox gauges are refreshed.
+	observeEvery = 5 * time.Second
 )
 
 // Dispatcher is the outbox dispatcher: it starts one Delivery workflow per
 // (event, subscribed endpoint) for the events that record changes wrote in
 // their transaction, and then marks the events dispatched.
 //
+// Several dispatchers (one per worker process) share one outbox: each
+// round claims events for a lease (ClaimEvents), so that no two start the
+// same event, and a dispatcher that dies holding claims loses them when the
+// lease ends. Claims are fair between tenants, and every start carries the
+// tenant as Temporal's fairness key, so that one tenant's burst does not
+// queue another tenant's events behind it, in the outbox or in the task
+// queue.
+//
 // Every step may be repeated without harm, which is what makes the outbox
 // lose and double nothing: the workflow id is derived from the pair, so a
-// start repeated after a crash between the start and the marking, or made
-// by the dispatcher of another process at the same moment, is refused by
-// Temporal and counts as done. An event is marked only when all its
-// deliveries started, and stays pending for the next round otherwise.
+// start repeated after a crash between the start and the marking, or after
+// a lease ran out, is refused by Temporal and counts as done. An event is
+// marked only when all its deliveries started, and is released for the next
+// round otherwise.
 type Dispatcher struct {
 	Store   Store
 	Starter Starter
 	// Policy is the delivery schedule from the configuration.
 	Policy RetryPolicy
+	// TaskQueue is where deliveries run (DefaultTaskQueue when empty).
+	TaskQueue string
+	// Owner names this dispatcher in its claims; it must differ between
+	// processes. Empty: a random name, chosen at the first round.
+	Owner string
 	// Log receives start failures; nil discards them.
 	Log *slog.Logger
 	// Metrics, when set, receives the outbox's lag and backlog and the starts.
 	Metrics *Metrics
-	// BatchSize is how many events one round reads (DefaultBatchSize).
+	// BatchSize is how many events one round claims (DefaultBatchSize).
 	BatchSize int
 	// Concurrency is how many events are started at once (DefaultConcurrency).
 	Concurrency int
 	// PollInterval is how often the outbox is read without a wake-up
-	// (DefaultPollInterval): for events written by other processes on
-	// SQLite, and for events a crashed process left behind.
+	// (DefaultPollInterval): for events written by other processes, and for
+	// events whose claims ran out.
 	PollInterval time.Duration
 	// MaxBackoff caps the wait after a failed round (DefaultMaxBackoff);
-	// the wait starts at PollInterval and doubles.
+	// the wait starts at a tenth of it and doubles.
 	MaxBackoff time.Duration
+	// Lease is how long a round's claims hold (DefaultLease).
+	Lease time.Duration
+	// EagerBatch is the largest round whose deliveries start with eager
+	// start (DefaultEagerBatch; negative: never): the first workflow task
+	// comes back in the start's answer to this process's worker, a round
+	// trip through the task queue saved while the outbox keeps up. Larger
+	// rounds are a backlog: they go through the task queue, where every
+	// worker takes a share and Temporal's fairness interleaves tenants.
+	EagerBatch int
 
 	observed time.Time
 }
 
 // Run dispatches events until ctx ends: when this process commits events,
-// every PollInterval, and at once again while full batches come back.
-// After a failed round (Temporal or the database unreachable) it waits,
-// longer each time up to MaxBackoff, before it tries again.
+// every PollInterval, and at once again while rounds find events. After a
+// failed round (Temporal or the database unreachable) it waits, longer
+// each time up to MaxBackoff, before it tries again.
 func (d *Dispatcher) Run(ctx context.Context) {
-	poll := cmpOr(d.PollInterval, DefaultPollInterval)
+	poll := positiveOr(d.PollInterval, DefaultPollInterval)
+	maxBackoff := positiveOr(d.MaxBackoff, DefaultMaxBackoff)
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	var backoff time.Duration
 	for {
 		n, err := d.DispatchOnce(ctx)
-		d.observe(ctx, poll)
+		d.observe(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			backoff = min(max(2*backoff, poll), cmpOr(d.MaxBackoff, DefaultMaxBackoff))
+			backoff = min(max(2*backoff, maxBackoff/10), maxBackoff)
 			d.log().Warn("outbox dispatch failed; events stay pending", "retry_in", backoff, "error", err)
 			select {
 			case <-ctx.Done():
@@ -102,7 +144,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			continue
 		}
 		backoff = 0
-		if n == cmpOr(d.BatchSize, DefaultBatchSize) {
+		if n > 0 {
 			continue // more are likely waiting
 		}
 		select {
@@ -114,22 +156,33 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 }
 
-// DispatchOnce reads one batch of pending events, starts their deliveries
+// DispatchOnce claims one round of pending events, starts their deliveries
 // and marks the events whose deliveries all started. It returns how many
 // events it marked. After the first failed start it starts no further
-// events and returns the error; the events not marked stay pending.
+// events, releases the events it did not mark, and returns the error.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
-	events, err := d.Store.PendingEvents(ctx, cmpOr(d.BatchSize, DefaultBatchSize))
+	if d.Owner == "" {
+		d.Owner = models.NewID("dsp_")
+	}
+	began := time.Now()
+	events, err := d.Store.ClaimEvents(ctx, models.Claim{
+		Owner: d.Owner, Limit: positiveOr(d.BatchSize, DefaultBatchSize), Lease: positiveOr(d.Lease, DefaultLease),
+	})
 	if err != nil {
 		return 0, err
 	}
 	if len(events) == 0 {
 		return 0, nil
 	}
+	eagerBatch := d.EagerBatch
+	if eagerBatch == 0 {
+		eagerBatch = DefaultEagerBatch
+	}
+	eager := len(events) <= eagerBatch
 	subs := &subscriptions{store: d.Store}
 	var (
 		wg     sync.WaitGroup
-		sem    = make(chan struct{}, cmpOr(d.Concurrency, DefaultConcurrency))
+		sem    = make(chan struct{}, positiveOr(d.Concurrency, DefaultConcurrency))
 		errs   = make([]error, len(events))
 		done   = make([]bool, len(events))
 		failed atomic.Bool
@@ -142,7 +195,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if errs[i] = d.dispatch(ctx, subs, &events[i]); errs[i] != nil {
+			if errs[i] = d.dispatch(ctx, subs, &events[i], eager); errs[i] != nil {
 				failed.Store(true)
 				return
 			}
@@ -150,17 +203,27 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 		})
 	}
 	wg.Wait()
-	var ids []string
+	var marked, left []string
 	for i, ev := range events {
 		if done[i] {
-			ids = append(ids, ev.ID)
+			marked = append(marked, ev.ID)
+		} else {
+			left = append(left, ev.ID)
 		}
 	}
-	if err := d.Store.MarkDispatched(ctx, ids); err != nil {
+	// The claims' own context may be over (shutdown): the bookkeeping
+	// still runs, briefly, so that the next owner need not wait a lease.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	if err := d.Store.MarkDispatched(bctx, marked); err != nil {
 		// The deliveries did start; the next round finds them started.
 		return 0, errors.Join(err, errors.Join(errs...))
 	}
-	return len(ids), errors.Join(errs...)
+	if err := d.Store.ReleaseEvents(bctx, d.Owner, left); err != nil {
+		errs = append(errs, err)
+	}
+	d.log().Debug("outbox round", "claimed", len(events), "started", len(marked), "eager", eager, "took", time.Since(began))
+	return len(marked), errors.Join(errs...)
 }
 
 // subscriptions looks up the endpoints subscribed to events once per
@@ -195,7 +258,7 @@ func (s *subscriptions) of(ctx context.Context, ev *models.Event) ([]models.Webh
 
 // dispatch starts the deliveries of one event, to every endpoint that
 // subscribes to it at the time of the batch.
-func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *models.Event) error {
+func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *models.Event, eager bool) error {
 	eps, err := subs.of(ctx, ev)
 	if err != nil {
 		return fmt.Errorf("event %s: %w", ev.ID, err)
@@ -210,7 +273,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *mode
 		}
 		id := WorkflowID(ev.ID, eps[i].ID)
 		sctx, cancel := context.WithTimeout(ctx, startTimeout)
-		_, err = d.Starter.ExecuteWorkflow(sctx, startOptions(id, in), Delivery, in)
+		_, err = d.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(d.TaskQueue, DefaultTaskQueue), in, eager), Delivery, in)
 		cancel()
 		var already *serviceerror.WorkflowExecutionAlreadyStarted
 		switch {
@@ -226,9 +289,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *mode
 	return nil
 }
 
-// observe updates the outbox gauges, at most once per interval.
-func (d *Dispatcher) observe(ctx context.Context, every time.Duration) {
-	if d.Metrics == nil || time.Since(d.observed) < every || ctx.Err() != nil {
+// observe updates the outbox gauges, at most once per observeEvery.
+func (d *Dispatcher) observe(ctx context.Context) {
+	if d.Metrics == nil || time.Since(d.observed) < observeEvery || ctx.Err() != nil {
 		return
 	}
 	d.observed = time.Now()
@@ -247,8 +310,9 @@ func (d *Dispatcher) log() *slog.Logger {
 	return d.Log
 }
 
-// cmpOr returns v, or def when v is not positive.
-func cmpOr[T int | time.Duration](v, def T) T {
+// positiveOr returns v, or def when v is not positive (unlike cmp.Or,
+// which takes any non-zero v).
+func positiveOr[T int | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
 	}

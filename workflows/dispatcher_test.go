@@ -3,6 +3,8 @@ package workflows
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/recordhub/recordhub/models"
@@ -92,11 +95,15 @@ func TestDispatcherStartOptions(t *testing.T) {
 		t.Errorf("workflow input (-want +got):\n%s", diff)
 	}
 	o := got.opts
-	if o.ID != WorkflowID(ev.ID, f.subscribed.ID) || o.TaskQueue != TaskQueue ||
+	if o.ID != WorkflowID(ev.ID, f.subscribed.ID) || o.TaskQueue != DefaultTaskQueue ||
 		o.WorkflowIDReusePolicy != enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE ||
 		o.WorkflowIDConflictPolicy != enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL ||
 		!o.WorkflowExecutionErrorWhenAlreadyStarted || !o.EnableEagerStart || o.RetryPolicy != nil {
 		t.Errorf("start options %+v", o)
+	}
+	// Temporal's task-queue fairness balances tenants.
+	if o.Priority != (temporal.Priority{FairnessKey: f.tenantID}) {
+		t.Errorf("priority %+v, want the tenant as fairness key", o.Priority)
 	}
 	wantAttrs := map[temporal.SearchAttributeKeyKeyword]string{
 		TenantAttr: f.tenantID, EndpointAttr: f.subscribed.ID, ModuleAttr: f.module.ID, RecordAttr: ev.RecordID, EventTypeAttr: models.EventRecordCreated,
@@ -109,6 +116,160 @@ func TestDispatcherStartOptions(t *testing.T) {
 			t.Errorf("search attribute %s = %q (set: %v), want %q", k.GetName(), v, ok, want)
 		}
 	}
+}
+
+// TestDispatcherTaskQueue: a deployment's own task queue
+// (RECORDHUB_TEMPORAL_TASK_QUEUE) is where its deliveries start.
+func TestDispatcherTaskQueue(t *testing.T) {
+	f := newFixture(t, models.SQLite)
+	f.record(t)
+	starter := newFakeStarter()
+	disp := newDispatcher(f, starter)
+	disp.TaskQueue = "deployment-b"
+	if _, err := disp.DispatchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if s := starter.starts(); len(s) != 1 || s[0].opts.TaskQueue != "deployment-b" {
+		t.Errorf("starts %+v, want one on deployment-b", s)
+	}
+}
+
+// TestDispatcherEagerWhileKeepingUp: a round of a few events starts them
+// eagerly, on this process's worker; a larger round, a backlog, goes
+// through the task queue, where every worker shares it and Temporal's
+// fairness interleaves tenants.
+func TestDispatcherEagerWhileKeepingUp(t *testing.T) {
+	f := newFixture(t, models.SQLite)
+	starter := newFakeStarter()
+	disp := newDispatcher(f, starter)
+	disp.EagerBatch = 2
+	round := func(events int) []bool {
+		t.Helper()
+		before := len(starter.starts())
+		for range events {
+			f.record(t)
+		}
+		if n, err := disp.DispatchOnce(t.Context()); err != nil || n != events {
+			t.Fatalf("%d claimed, %v; want %d", n, err, events)
+		}
+		var eager []bool
+		for _, s := range starter.starts()[before:] {
+			eager = append(eager, s.opts.EnableEagerStart)
+		}
+		return eager
+	}
+	if got := round(3); !slices.Equal(got, []bool{false, false, false}) {
+		t.Errorf("a round of 3 with EagerBatch 2: eager %v", got)
+	}
+	if got := round(2); !slices.Equal(got, []bool{true, true}) {
+		t.Errorf("a round of 2 with EagerBatch 2: eager %v", got)
+	}
+	disp.EagerBatch = -1
+	if got := round(1); !slices.Equal(got, []bool{false}) {
+		t.Errorf("EagerBatch -1: eager %v", got)
+	}
+}
+
+// TestDispatchersShareOutbox: the dispatchers of two worker processes (two
+// stores on one database) never start the same event: every event is
+// started exactly once, no start is refused as already started, and both
+// take a share.
+func TestDispatchersShareOutbox(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			db := storetest.NewDB(t, d)
+			stores := []*models.Store{db.Open(t, models.Options{}), db.Open(t, models.Options{})}
+			f := newFixtureOn(t, stores[0])
+			const n = 300
+			for range n {
+				f.record(t)
+			}
+			server := newFakeStarter()
+			server.delay = time.Millisecond // a start takes a round trip
+			var counts [2]*countingStarter
+			for i, s := range stores {
+				counts[i] = &countingStarter{Starter: server}
+				runDispatcher(t, &Dispatcher{Store: s, Starter: counts[i], Policy: testPolicy, BatchSize: 25, PollInterval: 10 * time.Millisecond})
+			}
+			waitFor(t, "every event dispatched", func() bool { return len(f.pending(t)) == 0 })
+
+			started := map[string]int{}
+			for _, s := range server.starts() {
+				started[s.opts.ID]++
+			}
+			if len(started) != n {
+				t.Errorf("%d events started, want %d", len(started), n)
+			}
+			for id, c := range started {
+				if c != 1 {
+					t.Errorf("%s started %d times", id, c)
+				}
+			}
+			if calls := server.numCalls(); calls != n {
+				t.Errorf("%d start calls for %d events: %d refused as already started", calls, n, calls-n)
+			}
+			a, b := counts[0].n.Load(), counts[1].n.Load()
+			t.Logf("starts per dispatcher: %d and %d", a, b)
+			if a == 0 || b == 0 {
+				t.Errorf("starts per dispatcher: %d and %d; both should take a share", a, b)
+			}
+		})
+	}
+}
+
+// TestDispatcherTakesOverDeadClaims: the events a dispatcher claimed before
+// it was killed wait for its lease, then another dispatcher starts them,
+// each once.
+func TestDispatcherTakesOverDeadClaims(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			clock := storetest.NewClock()
+			f := newFixtureOn(t, storetest.NewDB(t, d).Open(t, models.Options{Now: clock.Now}))
+			ev1, ev2 := f.record(t), f.record(t)
+			// The dead dispatcher claimed both and was killed before it
+			// started them.
+			if got, err := f.store.ClaimEvents(ctx, models.Claim{Owner: "killed", Limit: 10, Lease: DefaultLease}); err != nil || len(got) != 2 {
+				t.Fatalf("claimed %d, %v", len(got), err)
+			}
+			starter := newFakeStarter()
+			disp := newDispatcher(f, starter)
+			if n, err := disp.DispatchOnce(ctx); err != nil || n != 0 {
+				t.Fatalf("under the dead one's lease: %d claimed, %v", n, err)
+			}
+			clock.Advance(DefaultLease + time.Second)
+			if n, err := disp.DispatchOnce(ctx); err != nil || n != 2 {
+				t.Fatalf("after the lease: %d claimed, %v; want 2", n, err)
+			}
+			var got []string
+			for _, s := range starter.starts() {
+				got = append(got, s.opts.ID)
+			}
+			want := []string{WorkflowID(ev1.ID, f.subscribed.ID), WorkflowID(ev2.ID, f.subscribed.ID)}
+			if diff := cmp.Diff(want, got, cmpSorted); diff != "" {
+				t.Errorf("started (-want +got):\n%s", diff)
+			}
+			if p := f.pending(t); len(p) != 0 {
+				t.Errorf("%d events still pending", len(p))
+			}
+		})
+	}
+}
+
+// countingStarter counts the starts one dispatcher makes.
+type countingStarter struct {
+	Starter
+	n atomic.Int64
+}
+
+func (c *countingStarter) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	run, err := c.Starter.ExecuteWorkflow(ctx, o, wf, args...)
+	if err == nil {
+		c.n.Add(1)
+	}
+	return run, err
 }
 
 // TestDispatcherAlreadyStarted: a crash after the start and before the
@@ -255,6 +416,8 @@ func TestDispatcherRun(t *testing.T) {
 
 			// Temporal down: a few tries, not a spin.
 			starter.setFail(func(string) error { return errUnavailable })
+			disp = newDispatcher(f, starter)
+			disp.Metrics = NewMetrics(nil)
 			disp.PollInterval, disp.MaxBackoff = 20*time.Millisecond, 80*time.Millisecond
 			ev := f.record(t)
 			runDispatcher(t, disp)

@@ -27,8 +27,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, d models.Dialect) *fixture {
 	t.Helper()
+	return newFixtureOn(t, storetest.Open(t, d))
+}
+
+// newFixtureOn makes the fixture's tenant, module and endpoints in s.
+func newFixtureOn(t *testing.T, s *models.Store) *fixture {
+	t.Helper()
 	ctx := t.Context()
-	s := storetest.Open(t, d)
 	tenant, _, _, err := s.CreateTenant(ctx, "t", "", 100)
 	if err != nil {
 		t.Fatal(err)
@@ -97,11 +102,14 @@ type fakeStarter struct {
 	started map[string]bool
 	// fail, when set, makes the start of an id fail with what it returns.
 	fail func(id string) error
+	// delay is how long a start takes.
+	delay time.Duration
 }
 
 func newFakeStarter() *fakeStarter { return &fakeStarter{started: map[string]bool{}} }
 
 func (f *fakeStarter) ExecuteWorkflow(ctx context.Context, opts client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	time.Sleep(f.delay)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := start{opts: opts}

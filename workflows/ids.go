@@ -15,8 +15,11 @@ import (
 	"strings"
 )
 
-// TaskQueue is the task queue of delivery workflows and their activities.
-const TaskQueue = "recordhub-webhooks"
+// DefaultTaskQueue is the task queue of delivery workflows and their
+// activities unless RECORDHUB_TEMPORAL_TASK_QUEUE names another: two
+// deployments sharing a namespace must use different queues, or each one's
+// workers would run the other's deliveries against the wrong database.
+const DefaultTaskQueue = "recordhub-webhooks"
 
 // workflowIDPrefix starts every delivery workflow id.
 const workflowIDPrefix = "webhook-delivery/"

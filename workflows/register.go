@@ -7,7 +7,7 @@ import (
 )
 
 // Register registers the Delivery workflow and d's activities (Attempt)
-// with a worker polling TaskQueue.
+// with a worker polling the deliveries' task queue.
 func Register(w worker.Registry, d *activities.Deliverer) {
 	w.RegisterWorkflow(Delivery)
 	w.RegisterActivity(d)

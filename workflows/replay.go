@@ -1,38 +1,71 @@
 package workflows
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/recordhub/recordhub/models"
 )
 
-// ReplayStore reserves replay numbers; *models.Store is one.
+// ReplayStore is what a replay reads and reserves; *models.Store is one.
 type ReplayStore interface {
+	GetEndpoint(ctx context.Context, tenantID, id string) (*models.WebhookEndpoint, error)
+	GetEvent(ctx context.Context, tenantID, id string) (*models.Event, error)
 	NextReplay(ctx context.Context, eventID, endpointID string, workflowID func(n int) string) (int, string, error)
 }
 
 var _ ReplayStore = (*models.Store)(nil)
 
+// Replayer starts replays of delivery attempts (api.Replayer).
+type Replayer struct {
+	Starter Starter
+	Store   ReplayStore
+	// Policy is the delivery schedule from the configuration.
+	Policy RetryPolicy
+	// TaskQueue is where deliveries run (DefaultTaskQueue when empty).
+	TaskQueue string
+}
+
 // Replay sends the event of delivery attempt d to its endpoint again, as a
 // new Delivery execution with id ReplayWorkflowID(event, endpoint, n) for
 // the next n, whose attempts carry replay_of = d.ID. The event is the same
 // (the activity sends its stored body, with its id), the endpoint's
-// settings are today's. A start that fails uses up its n.
-func Replay(ctx context.Context, starter Starter, store ReplayStore, d *models.WebhookDelivery, endpoint *models.WebhookEndpoint, event *models.Event, policy RetryPolicy) (workflowID, runID string, err error) {
-	if d.EventID != event.ID || d.EndpointID != endpoint.ID || d.TenantID != event.TenantID {
-		return "", "", fmt.Errorf("replay of delivery %s: given event %s and endpoint %s are not its own", d.ID, event.ID, endpoint.ID)
+// settings are today's; a deleted endpoint is a conflict. A start that
+// fails uses up its n.
+func (r *Replayer) Replay(ctx context.Context, d *models.WebhookDelivery) (workflowID, runID string, err error) {
+	endpoint, err := r.Store.GetEndpoint(ctx, d.TenantID, d.EndpointID)
+	if errors.Is(err, models.ErrNotFound) {
+		return "", "", models.Errorf(models.KindConflict, "the endpoint of this delivery was deleted")
 	}
-	in, err := deliveryInput(event, endpoint, policy, d.ID)
 	if err != nil {
 		return "", "", fmt.Errorf("replay of delivery %s: %w", d.ID, err)
 	}
-	_, id, err := store.NextReplay(ctx, event.ID, endpoint.ID, func(n int) string { return ReplayWorkflowID(event.ID, endpoint.ID, n) })
+	event, err := r.Store.GetEvent(ctx, d.TenantID, d.EventID)
 	if err != nil {
 		return "", "", fmt.Errorf("replay of delivery %s: %w", d.ID, err)
 	}
-	run, err := starter.ExecuteWorkflow(ctx, startOptions(id, in), Delivery, in)
+	in, err := deliveryInput(event, endpoint, r.Policy, d.ID)
 	if err != nil {
+		return "", "", fmt.Errorf("replay of delivery %s: %w", d.ID, err)
+	}
+	_, id, err := r.Store.NextReplay(ctx, event.ID, endpoint.ID, func(n int) string { return ReplayWorkflowID(event.ID, endpoint.ID, n) })
+	if err != nil {
+		return "", "", fmt.Errorf("replay of delivery %s: %w", d.ID, err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	run, err := r.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(r.TaskQueue, DefaultTaskQueue), in, true), Delivery, in)
+	if err != nil {
+		// The SDK retries an unreachable server until the deadline; a
+		// client that never connected fails at once.
+		var unavailable *serviceerror.Unavailable
+		if errors.As(err, &unavailable) || (sctx.Err() != nil && ctx.Err() == nil) {
+			return "", "", models.Errorf(models.KindUnavailable, "Temporal did not answer; try the replay again later")
+		}
 		return "", "", fmt.Errorf("start replay %s: %w", id, err)
 	}
 	return run.GetID(), run.GetRunID(), nil

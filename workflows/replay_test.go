@@ -31,11 +31,12 @@ func TestReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 			starter := newFakeStarter()
+			replayer := &Replayer{Starter: starter, Store: f.store, Policy: testPolicy}
 			for n, want := range []string{
 				WorkflowID(ev.ID, f.subscribed.ID) + "/replay-1",
 				WorkflowID(ev.ID, f.subscribed.ID) + "/replay-2",
 			} {
-				wid, rid, err := Replay(ctx, starter, f.store, row, f.subscribed, ev, testPolicy)
+				wid, rid, err := replayer.Replay(ctx, row)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -56,7 +57,7 @@ func TestReplay(t *testing.T) {
 					t.Errorf("replay input (-want +got):\n%s", diff)
 				}
 				o := s.opts
-				if o.TaskQueue != TaskQueue || o.WorkflowIDReusePolicy != enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE ||
+				if o.TaskQueue != DefaultTaskQueue || o.Priority.FairnessKey != f.tenantID || o.WorkflowIDReusePolicy != enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE ||
 					o.WorkflowIDConflictPolicy != enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL || !o.EnableEagerStart {
 					t.Errorf("replay start options %+v", o)
 				}
@@ -66,22 +67,45 @@ func TestReplay(t *testing.T) {
 			}
 
 			// A failed start uses up its number; the next replay goes on.
+			// Temporal unreachable is 503 unavailable, other failures are
+			// passed on.
 			starter.setFail(func(string) error { return errUnavailable })
-			if _, _, err := Replay(ctx, starter, f.store, row, f.subscribed, ev, testPolicy); !errors.Is(err, errUnavailable) {
+			if _, _, err := replayer.Replay(ctx, row); err == nil || models.ErrorKind(err) != models.KindUnavailable {
+				t.Fatalf("got %v, want unavailable", err)
+			}
+			errBad := errors.New("bad request")
+			starter.setFail(func(string) error { return errBad })
+			if _, _, err := replayer.Replay(ctx, row); !errors.Is(err, errBad) {
 				t.Fatalf("got %v, want the start's error", err)
 			}
 			starter.setFail(nil)
-			wid, _, err := Replay(ctx, starter, f.store, row, f.subscribed, ev, testPolicy)
+			wid, _, err := replayer.Replay(ctx, row)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := ReplayWorkflowID(ev.ID, f.subscribed.ID, 4); wid != want {
+			if want := ReplayWorkflowID(ev.ID, f.subscribed.ID, 5); wid != want {
 				t.Errorf("replay after a failed one: %s, want %s", wid, want)
 			}
 
-			// The delivery's own event and endpoint only.
-			if _, _, err := Replay(ctx, starter, f.store, row, f.other, ev, testPolicy); err == nil {
-				t.Error("replay to another endpoint than the delivery's was started")
+			// A deployment's own task queue.
+			replayer.TaskQueue = "deployment-b"
+			if _, _, err := replayer.Replay(ctx, row); err != nil {
+				t.Fatal(err)
+			}
+			if s := starter.starts(); s[len(s)-1].opts.TaskQueue != "deployment-b" {
+				t.Errorf("replay on %q, want deployment-b", s[len(s)-1].opts.TaskQueue)
+			}
+
+			// A deleted endpoint cannot be replayed to: 409.
+			if err := f.store.DeleteEndpoint(ctx, f.tenantID, f.subscribed.ID); err != nil {
+				t.Fatal(err)
+			}
+			calls := starter.numCalls()
+			if _, _, err := replayer.Replay(ctx, row); err == nil || models.ErrorKind(err) != models.KindConflict {
+				t.Errorf("replay to a deleted endpoint: %v, want a conflict", err)
+			}
+			if starter.numCalls() != calls {
+				t.Error("a replay to a deleted endpoint was started")
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/recordhub/recordhub/models"
 )
@@ -33,24 +34,28 @@ func deliveryInput(ev *models.Event, ep *models.WebhookEndpoint, policy RetryPol
 }
 
 // startOptions are the options that start the delivery workflow id with
-// input in. An id that was used already, by a running or a closed
+// input in on queue. An id that was used already, by a running or a closed
 // execution, is refused with *serviceerror.WorkflowExecutionAlreadyStarted:
-// a delivery is never started twice.
-func startOptions(id string, in DeliveryInput) client.StartWorkflowOptions {
+// a delivery is never started twice. The tenant is the fairness key: on a
+// server with task-queue fairness on, one tenant's backlog does not hold up
+// another tenant's deliveries (its activities inherit the key). eager asks
+// for the first workflow task in the start's answer, for a worker of this
+// process; the SDK falls back to the task queue when there is none, or none
+// with a free slot.
+func startOptions(id, queue string, in DeliveryInput, eager bool) client.StartWorkflowOptions {
 	summary := in.EventType + " " + in.EventID + " to " + in.EndpointID
 	if in.ReplayOf != "" {
 		summary += ", replay of " + in.ReplayOf
 	}
 	return client.StartWorkflowOptions{
 		ID:                                       id,
-		TaskQueue:                                TaskQueue,
+		TaskQueue:                                queue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		// With a worker in the same process the first workflow task comes
-		// back in the start's response: no round trip through matching.
-		EnableEagerStart:      true,
-		TypedSearchAttributes: searchAttributes(in),
-		StaticSummary:         summary,
+		EnableEagerStart:                         eager,
+		Priority:                                 temporal.Priority{FairnessKey: in.TenantID},
+		TypedSearchAttributes:                    searchAttributes(in),
+		StaticSummary:                            summary,
 	}
 }

@@ -100,8 +100,21 @@ func (s *memoryShard) sweep(now time.Time) {
 	}
 }
 
+// DefaultRedisTimeout is how long one Allow waits for Redis unless
+// Redis.Timeout says otherwise. The caller lets a request through when the
+// limiter fails, so this is what a Redis outage costs each request.
+const DefaultRedisTimeout = 50 * time.Millisecond
+
 // Redis is a GCRA limiter in Redis, shared by every replica.
 type Redis struct {
+	// Timeout bounds each Allow call, every round trip to Redis in it
+	// included; zero or less means DefaultRedisTimeout. The bound reaches
+	// the socket only when the client has ContextTimeoutEnabled (otherwise
+	// go-redis waits out its own dial and read timeouts), so give the client
+	// that and timeouts no longer than this one. Set it before the first
+	// Allow.
+	Timeout time.Duration
+
 	l      *redis_rate.Limiter
 	prefix string
 }
@@ -114,6 +127,12 @@ func NewRedis(client *redis.Client, prefix string) *Redis {
 
 // Allow takes one request from key's budget of perMinute requests a minute.
 func (r *Redis) Allow(ctx context.Context, key string, perMinute int) (Result, error) {
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = DefaultRedisTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	res, err := r.l.Allow(ctx, r.prefix+key, redis_rate.PerMinute(perMinute))
 	if err != nil {
 		return Result{}, fmt.Errorf("redis rate limit: %w", err)

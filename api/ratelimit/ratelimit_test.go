@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/recordhub/recordhub/api/ratelimit"
 	"github.com/recordhub/recordhub/models/storetest"
@@ -200,4 +202,55 @@ func TestRedisSharedBudget(t *testing.T) {
 	if res, err := c.Allow(ctx, "k", 5); err != nil || !res.Allowed {
 		t.Errorf("first call under another prefix: %+v, %v; want allowed", res, err)
 	}
+}
+
+// TestRedisUnansweredTimesOut points a limiter at a server that accepts
+// connections and never answers, as a hung Redis would: Allow must give up
+// after its own timeout, whatever the client's longer defaults, so that the
+// API can let the request through.
+func TestRedisUnansweredTimesOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+
+	// The client keeps go-redis's defaults (5 s reads, 3 retries) but, as the
+	// service's does, lets the context bound its socket waits.
+	client := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { client.Close() })
+	l := ratelimit.NewRedis(client, redisPrefix())
+
+	start := time.Now()
+	res, err := l.Allow(context.Background(), "k", 5)
+	elapsed := time.Since(start)
+	if err == nil {
+		t.Fatalf("Allow against a silent server: %+v, want an error", res)
+	}
+	// The bound is DefaultRedisTimeout (50 ms); 1 s leaves room for a loaded
+	// machine while still failing on go-redis's 5 s read timeout.
+	if elapsed > time.Second {
+		t.Errorf("Allow took %v to fail (%v), want about %v", elapsed, err, ratelimit.DefaultRedisTimeout)
+	}
+	t.Logf("failed after %v: %v", elapsed, err)
 }

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/recordhub/recordhub/workflows"
 )
 
 // Config is the service's configuration, read from the environment (SPEC §1).
@@ -27,6 +30,7 @@ type Config struct {
 
 	TemporalAddress   string
 	TemporalNamespace string
+	TemporalTaskQueue string
 	TemporalUIAddr    string
 	TemporalPort      int
 	TemporalRetention time.Duration
@@ -55,6 +59,7 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 		BootstrapAdminKey: getenv("RECORDHUB_BOOTSTRAP_ADMIN_KEY"),
 		TemporalAddress:   getenv("TEMPORAL_ADDRESS"),
 		TemporalNamespace: envOr(getenv, "TEMPORAL_NAMESPACE", "default"),
+		TemporalTaskQueue: envOr(getenv, "RECORDHUB_TEMPORAL_TASK_QUEUE", workflows.DefaultTaskQueue),
 		TemporalUIAddr:    envOr(getenv, "RECORDHUB_TEMPORAL_UI_ADDR", "127.0.0.1:8233"),
 	}
 	if v, ok := lookupEnv("RECORDHUB_TEMPORAL_UI_ADDR"); ok {
@@ -108,6 +113,9 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
 		errs = append(errs, "DATABASE_URL must be a postgres:// URL (leave it empty for the embedded SQLite file)")
+	}
+	if q := c.TemporalTaskQueue; !utf8.ValidString(q) || len(q) > 200 || strings.TrimSpace(q) != q {
+		errs = append(errs, "RECORDHUB_TEMPORAL_TASK_QUEUE must be a task queue name of at most 200 bytes, without surrounding spaces")
 	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {

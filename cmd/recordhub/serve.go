@@ -60,15 +60,13 @@ func run(ctx context.Context, cfg Config, env Env) error {
 
 	var limiter api.Limiter = ratelimit.NewMemory(nil)
 	if cfg.RedisURL != "" {
-		opts, err := redis.ParseURL(cfg.RedisURL)
+		// Process-wide in go-redis: the last run to start owns it.
+		redis.SetLogger(redisLogger{log})
+		rdb, err := newRedisClient(ctx, cfg.RedisURL)
 		if err != nil {
-			return fmt.Errorf("REDIS_URL: %w", err)
+			return err
 		}
-		rdb := redis.NewClient(opts)
 		defer rdb.Close()
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("connect redis: %w", err)
-		}
 		limiter = ratelimit.NewRedis(rdb, "recordhub:ratelimit:")
 		checks = append(checks, api.Check{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
 	}
@@ -91,7 +89,12 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		return err
 	}
 	defer wh.stop()
-	checks = append(checks, api.Check{Name: "temporal", Check: wh.check})
+	// Readiness by role (SPEC §9): an API replica keeps taking writes while
+	// Temporal is down, the outbox holding their events, so a load
+	// balancer must not pull it; a worker without Temporal can do nothing.
+	if cfg.runsWorker() {
+		checks = append(checks, api.Check{Name: "temporal", Check: wh.check})
+	}
 
 	allow, err := activities.ParseAllowCIDRs(strings.Join(cfg.WebhookAllowCIDRs, ","))
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/models"
@@ -26,20 +27,31 @@ var version = "dev"
 // when TEMPORAL_ADDRESS is empty.
 type webhooks struct {
 	client       client.Client
-	store        *models.Store
-	policy       workflows.RetryPolicy
+	replayer     *workflows.Replayer
 	worker       worker.Worker
 	stopDispatch context.CancelFunc
 	dispatchDone chan struct{}
 	stopServer   func() error
 }
 
-// startWebhooks connects to (or starts) Temporal, registers the search
-// attributes, and in worker roles starts the worker and the dispatcher.
+// reconnectBackoff is how the client's connection retries while Temporal
+// is unreachable: at most a second apart (gRPC's default waits up to 120 s,
+// the SDK's 10 s), so that the outbox drains soon after Temporal is back.
+var reconnectBackoff = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 500 * time.Millisecond},
+	MinConnectTimeout: 5 * time.Second,
+}
+
+// startWebhooks connects to (or starts) Temporal, and in worker roles
+// registers the search attributes and starts the worker and the
+// dispatcher. The API role's client connects lazily: the API accepts
+// writes while Temporal is down (the outbox holds their events), and only
+// replays need Temporal.
 func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg prometheus.Registerer, log *slog.Logger) (_ *webhooks, err error) {
-	wh := &webhooks{store: store, policy: workflows.RetryPolicy{
+	policy := workflows.RetryPolicy{
 		Initial: cfg.WebhookRetryInitial, MaxInterval: cfg.WebhookRetryMaxInterval, AttemptTimeout: cfg.WebhookTimeout,
-	}}
+	}
+	wh := &webhooks{}
 	defer func() {
 		if err != nil {
 			wh.stop()
@@ -54,17 +66,23 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	}
 	// The SDK logs every retry of every poll; warnings and errors suffice.
 	sdkLog := slog.New(levelFilter{log.Handler(), slog.LevelWarn})
-	wh.client, err = client.DialContext(ctx, client.Options{
+	opts := client.Options{
 		HostPort: addr, Namespace: cfg.TemporalNamespace, Logger: sdklog.NewStructuredLogger(sdkLog),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("connect to temporal at %s: %w", addr, err)
-	}
-	if err := workflows.RegisterSearchAttributes(ctx, wh.client, cfg.TemporalNamespace); err != nil {
-		return nil, fmt.Errorf("register search attributes: %w", err)
+		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{grpc.WithConnectParams(reconnectBackoff)}},
 	}
 	if !cfg.runsWorker() {
+		if wh.client, err = client.NewLazyClient(opts); err != nil {
+			return nil, fmt.Errorf("temporal client for %s: %w", addr, err)
+		}
+		wh.replayer = &workflows.Replayer{Starter: wh.client, Store: store, Policy: policy, TaskQueue: cfg.TemporalTaskQueue}
 		return wh, nil
+	}
+	if wh.client, err = client.DialContext(ctx, opts); err != nil {
+		return nil, fmt.Errorf("connect to temporal at %s: %w", addr, err)
+	}
+	wh.replayer = &workflows.Replayer{Starter: wh.client, Store: store, Policy: policy, TaskQueue: cfg.TemporalTaskQueue}
+	if err := workflows.RegisterSearchAttributes(ctx, wh.client, cfg.TemporalNamespace); err != nil {
+		return nil, fmt.Errorf("register search attributes: %w", err)
 	}
 
 	allow, err := activities.ParseAllowCIDRs(strings.Join(cfg.WebhookAllowCIDRs, ","))
@@ -79,7 +97,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	}
 	// Pollers as measured in NOTES.md: the default two workflow-task
 	// pollers cap one worker at 25-45 deliveries a second.
-	wh.worker = worker.New(wh.client, workflows.TaskQueue, worker.Options{
+	wh.worker = worker.New(wh.client, cfg.TemporalTaskQueue, worker.Options{
 		MaxConcurrentWorkflowTaskPollers: 32,
 		MaxConcurrentActivityTaskPollers: 8,
 	})
@@ -90,27 +108,19 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	wh.stopDispatch, wh.dispatchDone = cancel, make(chan struct{})
 	// Writes in this process wake the dispatcher at once; those of API
-	// replicas elsewhere are found by polling the outbox's partial index.
-	d := &workflows.Dispatcher{Store: store, Starter: wh.client, Policy: wh.policy, Log: log, Metrics: workflows.NewMetrics(reg),
-		PollInterval: 250 * time.Millisecond}
+	// replicas elsewhere are found by polling the outbox's partial index,
+	// a probe of one index entry when nothing waits.
+	d := &workflows.Dispatcher{
+		Store: store, Starter: wh.client, Policy: policy, TaskQueue: cfg.TemporalTaskQueue, Log: log, Metrics: workflows.NewMetrics(reg),
+		PollInterval: 100 * time.Millisecond,
+	}
 	go func() { defer close(wh.dispatchDone); d.Run(dctx) }()
 	return wh, nil
 }
 
 // Replay implements api.Replayer.
 func (wh *webhooks) Replay(ctx context.Context, d *models.WebhookDelivery) (string, string, error) {
-	ep, err := wh.store.GetEndpoint(ctx, d.TenantID, d.EndpointID)
-	if err != nil {
-		if errors.Is(err, models.ErrNotFound) {
-			return "", "", models.Errorf(models.KindConflict, "the endpoint of this delivery was deleted")
-		}
-		return "", "", err
-	}
-	ev, err := wh.store.GetEvent(ctx, d.TenantID, d.EventID)
-	if err != nil {
-		return "", "", err
-	}
-	return workflows.Replay(ctx, wh.client, wh.store, d, ep, ev, wh.policy)
+	return wh.replayer.Replay(ctx, d)
 }
 
 // check is the readiness probe of Temporal.

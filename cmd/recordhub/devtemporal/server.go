@@ -171,6 +171,11 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		// The default keeps far more mutable states in memory than a dev
 		// server needs (8096 cost about 240 MB at 10,000 workflows).
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 1000,
+		// Task-queue fairness: tasks carry their tenant as fairness key
+		// (workflows.startOptions), and matching dispatches keys in turn
+		// rather than first come, first served, so that one tenant's
+		// backlog does not hold up another's deliveries.
+		dynamicconfig.MatchingEnableFairness.Key(): true,
 		// Not system.forceSearchAttributesCacheRefreshOnRead: a test setting
 		// that costs 10-15 % of throughput.
 	}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/recordhub/recordhub/api/ratelimit"
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
+)
+
+// startRedis runs a redis-server of the test's own on a free port (never the
+// shared one, which other tests use) and returns its URL and process. The
+// test is skipped when redis-server is not installed, unless CI requires
+// the services.
+func startRedis(t *testing.T) (string, *exec.Cmd) {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if storetest.Required() {
+			t.Fatalf("redis-server is required but not on PATH: %v", err)
+		}
+		t.Skipf("redis-server not on PATH (%v); install it to run this test", err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for !answersPing(addr) {
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server on %s did not answer PING within 10s; its output:\n%s", addr, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "redis://" + addr, cmd
+}
+
+// answersPing speaks RESP by hand, so that waiting for the server writes
+// nothing through go-redis's process-wide logger.
+func answersPing(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	buf := make([]byte, 7)
+	n, _ := io.ReadFull(c, buf)
+	return string(buf[:n]) == "+PONG\r\n"
+}
+
+// startServiceLogging is startService with the service's stderr (its JSON
+// log) written to stderr.
+func startServiceLogging(t *testing.T, cfg Config, stderr io.Writer) (base string, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, cfg, Env{Stdout: io.Discard, Stderr: stderr, Listening: func(a string) { addr <- a }})
+	}()
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case err := <-done:
+		cancel()
+		t.Fatalf("service did not start: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("service did not start within 30s")
+	}
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() { cancel(); runErr = <-done })
+		return runErr
+	}
+	t.Cleanup(func() { stop() })
+	return base, stop
+}
+
+// logLines returns the lines of a JSON log, failing the test on any line
+// that is not JSON.
+func logLines(t *testing.T, log string) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	for i, l := range strings.Split(strings.TrimRight(log, "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		if !json.Valid([]byte(l)) {
+			t.Errorf("stderr line %d is not JSON: %q", i+1, l)
+			continue
+		}
+		var m map[string]any
+		json.Unmarshal([]byte(l), &m)
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+// TestRedisOutage kills the limiter's Redis under a running service: calls
+// keep answering 200 (the limiter fails open) and quickly, readiness names
+// Redis, and go-redis's own messages land in the JSON log.
+func TestRedisOutage(t *testing.T) {
+	url, redisCmd := startRedis(t)
+	cfg := testConfig(t, models.SQLite)
+	cfg.BootstrapAdminKey = "rh_redis_" + strings.Repeat("r", 30)
+	cfg.RedisURL = url
+	var stderr syncBuffer
+	base, stop := startServiceLogging(t, cfg, &stderr)
+	key := cfg.BootstrapAdminKey
+
+	if st, body := call(t, "GET", base+"/api/modules", key, ""); st != 200 {
+		t.Fatalf("GET /api/modules with Redis up: %d %v", st, body)
+	}
+	if st, body := call(t, "GET", base+"/readyz", "", ""); st != 200 {
+		t.Fatalf("readyz with Redis up: %d %v", st, body)
+	}
+
+	if err := redisCmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	redisCmd.Wait()
+
+	// Each call may spend at most 50 ms on Redis (ratelimit.DefaultRedisTimeout).
+	// Wall time also holds the HTTP round trip, auth and the access log, and a
+	// loaded 2-core CI machine can stall any single call, so the check is on
+	// the median (under 50 ms) and the slowest call (under 1 s): before the
+	// change every call took about 1.7 s, which both would catch.
+	const n = 20
+	took := make([]time.Duration, 0, n)
+	for i := range n {
+		start := time.Now()
+		st, body := call(t, "GET", base+"/api/modules", key, "")
+		took = append(took, time.Since(start))
+		if st != 200 {
+			t.Errorf("call %d with Redis down: %d %v, want 200 (the limiter fails open)", i+1, st, body)
+		}
+	}
+	slices.Sort(took)
+	median, slowest := took[n/2], took[n-1]
+	t.Logf("with Redis down: median %v, slowest %v", median, slowest)
+	if median >= 50*time.Millisecond {
+		t.Errorf("median call took %v with Redis down, want under 50ms (all: %v)", median, took)
+	}
+	if slowest >= time.Second {
+		t.Errorf("slowest call took %v with Redis down, want under 1s (all: %v)", slowest, took)
+	}
+
+	st, body := call(t, "GET", base+"/readyz", "", "")
+	checks, _ := body["checks"].(map[string]any)
+	if st != 503 || checks["redis"] != "unavailable" {
+		t.Errorf("readyz with Redis down: %d %v, want 503 with checks.redis unavailable", st, body)
+	}
+
+	if err := stop(); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	var fromRedis, limiterFailed int
+	for _, l := range logLines(t, stderr.String()) {
+		switch l["msg"] {
+		case "redis":
+			fromRedis++
+		case "rate limiter failed; letting the request through":
+			limiterFailed++
+		}
+	}
+	if limiterFailed == 0 {
+		t.Errorf("no limiter-failure warning in the log:\n%s", stderr.String())
+	}
+	// go-redis logs each failed dial ("connection pool: failed to dial"); with
+	// SetLogger those lines are JSON records with msg "redis".
+	if fromRedis == 0 {
+		t.Errorf("no go-redis message went through slog:\n%s", stderr.String())
+	}
+}
+
+// TestRedisDownAtStart: a Redis that does not answer stops the start with
+// an error naming it, well within the start-up check's 2 s.
+func TestRedisDownAtStart(t *testing.T) {
+	cfg := testConfig(t, models.SQLite)
+	cfg.RedisURL = fmt.Sprintf("redis://127.0.0.1:%d", freePort(t))
+	var stderr syncBuffer
+	start := time.Now()
+	err := run(context.Background(), cfg, Env{Stdout: io.Discard, Stderr: &stderr})
+	if err == nil || !strings.Contains(err.Error(), "connect redis") {
+		t.Fatalf("run with Redis down: %v, want an error containing %q", err, "connect redis")
+	}
+	if took := time.Since(start); took > redisStartTimeout+5*time.Second {
+		t.Errorf("start took %v to fail", took)
+	}
+	logLines(t, stderr.String())
+}
+
+func TestRedisTimeouts(t *testing.T) {
+	for _, tt := range []struct {
+		url                       string
+		dial, read, write, pool   time.Duration
+		maxRetries, dialerRetries int
+	}{
+		{"redis://127.0.0.1:6390", 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, -1, 1},
+		// What the URL says wins; 0 there means "no timeout" to go-redis.
+		{"redis://127.0.0.1:6390?dial_timeout=300ms&read_timeout=0&max_retries=2", 300 * time.Millisecond, -1, 50 * time.Millisecond, 50 * time.Millisecond, 2, 1},
+	} {
+		opts, err := redis.ParseURL(tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setRedisTimeouts(opts, ratelimit.DefaultRedisTimeout)
+		got := []any{opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout, opts.MaxRetries, opts.DialerRetries, opts.ContextTimeoutEnabled}
+		want := []any{tt.dial, tt.read, tt.write, tt.pool, tt.maxRetries, tt.dialerRetries, true}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: dial, read, write, pool, retries, dial retries, context timeouts (-want +got):\n%s", tt.url, diff)
+		}
+	}
+}
+
+// TestRedisLogger calls the adapter directly: one JSON record at Warn.
+func TestRedisLogger(t *testing.T) {
+	var buf bytes.Buffer
+	l := redisLogger{slog.New(slog.NewJSONHandler(&buf, nil))}
+	l.Printf(context.Background(), "redis: connection pool: failed to dial after %d attempts: %v\n", 1, "refused")
+	var got map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("not one JSON record: %q: %v", buf.String(), err)
+	}
+	want := map[string]any{"level": "WARN", "msg": "redis", "text": "redis: connection pool: failed to dial after 1 attempts: refused"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (record %s)", k, got[k], v, buf.String())
+		}
+	}
+}
