@@ -51,8 +51,8 @@ const (
 	// far longer than a round takes, so that a live dispatcher never loses
 	// its events; a dead one's are taken over when it ends.
 	DefaultLease = 30 * time.Second
-	// DefaultEagerBatch is the largest round started with eager start: a
-	// round of a few events means the outbox keeps up.
+	// DefaultEagerBatch: a tenant with a few events in a round is one the
+	// outbox keeps up with.
 	DefaultEagerBatch = 4
 	// startTimeout bounds one start, so that a server that does not answer
 	// holds the outbox for a round, not for ever.
@@ -106,12 +106,14 @@ type Dispatcher struct {
 	MaxBackoff time.Duration
 	// Lease is how long a round's claims hold (DefaultLease).
 	Lease time.Duration
-	// EagerBatch is the largest round whose deliveries start with eager
-	// start (DefaultEagerBatch; negative: never): the first workflow task
-	// comes back in the start's answer to this process's worker, a round
-	// trip through the task queue saved while the outbox keeps up. Larger
-	// rounds are a backlog: they go through the task queue, where every
-	// worker takes a share and Temporal's fairness interleaves tenants.
+	// EagerBatch is the most events of one tenant in a round that start
+	// with eager start (DefaultEagerBatch; negative: never): the first
+	// workflow task comes back in the start's answer to this process's
+	// worker, a round trip through the task queue saved while the outbox
+	// keeps up with the tenant. More of a tenant in a round are a backlog:
+	// they go through the task queue, where every worker takes a share and
+	// Temporal's fairness interleaves tenants, while a quiet tenant's event
+	// in the same round still takes the quick path.
 	EagerBatch int
 
 	observed time.Time
@@ -178,7 +180,10 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	if eagerBatch == 0 {
 		eagerBatch = DefaultEagerBatch
 	}
-	eager := len(events) <= eagerBatch
+	perTenant := map[string]int{}
+	for _, ev := range events {
+		perTenant[ev.TenantID]++
+	}
 	subs := &subscriptions{store: d.Store}
 	var (
 		wg     sync.WaitGroup
@@ -195,6 +200,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			eager := perTenant[events[i].TenantID] <= eagerBatch
 			if errs[i] = d.dispatch(ctx, subs, &events[i], eager); errs[i] != nil {
 				failed.Store(true)
 				return
@@ -222,7 +228,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	if err := d.Store.ReleaseEvents(bctx, d.Owner, left); err != nil {
 		errs = append(errs, err)
 	}
-	d.log().Debug("outbox round", "claimed", len(events), "started", len(marked), "eager", eager, "took", time.Since(began))
+	d.log().Debug("outbox round", "claimed", len(events), "tenants", len(perTenant), "started", len(marked), "took", time.Since(began))
 	return len(marked), errors.Join(errs...)
 }
 

@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,39 +133,47 @@ func TestDispatcherTaskQueue(t *testing.T) {
 	}
 }
 
-// TestDispatcherEagerWhileKeepingUp: a round of a few events starts them
-// eagerly, on this process's worker; a larger round, a backlog, goes
-// through the task queue, where every worker shares it and Temporal's
-// fairness interleaves tenants.
+// TestDispatcherEagerWhileKeepingUp: a tenant's few events in a round
+// start eagerly, on this process's worker; a tenant's many, a backlog, go
+// through the task queue, where every worker shares them and Temporal's
+// fairness interleaves tenants; a quiet tenant's event in the same round
+// still starts eagerly.
 func TestDispatcherEagerWhileKeepingUp(t *testing.T) {
 	f := newFixture(t, models.SQLite)
+	quiet := newFixtureOn(t, f.store) // a second tenant
 	starter := newFakeStarter()
 	disp := newDispatcher(f, starter)
 	disp.EagerBatch = 2
-	round := func(events int) []bool {
+	round := func(busy, calm int) map[bool]map[string]int {
 		t.Helper()
 		before := len(starter.starts())
-		for range events {
+		for range busy {
 			f.record(t)
 		}
-		if n, err := disp.DispatchOnce(t.Context()); err != nil || n != events {
-			t.Fatalf("%d claimed, %v; want %d", n, err, events)
+		for range calm {
+			quiet.record(t)
 		}
-		var eager []bool
+		if n, err := disp.DispatchOnce(t.Context()); err != nil || n != busy+calm {
+			t.Fatalf("%d claimed, %v; want %d", n, err, busy+calm)
+		}
+		got := map[bool]map[string]int{true: {}, false: {}}
 		for _, s := range starter.starts()[before:] {
-			eager = append(eager, s.opts.EnableEagerStart)
+			got[s.opts.EnableEagerStart][s.in.TenantID]++
 		}
-		return eager
+		return got
 	}
-	if got := round(3); !slices.Equal(got, []bool{false, false, false}) {
-		t.Errorf("a round of 3 with EagerBatch 2: eager %v", got)
+	want := func(eager, queued map[string]int) map[bool]map[string]int {
+		return map[bool]map[string]int{true: eager, false: queued}
 	}
-	if got := round(2); !slices.Equal(got, []bool{true, true}) {
-		t.Errorf("a round of 2 with EagerBatch 2: eager %v", got)
+	if diff := cmp.Diff(want(map[string]int{quiet.tenantID: 1}, map[string]int{f.tenantID: 3}), round(3, 1)); diff != "" {
+		t.Errorf("3 of a tenant, 1 of another, EagerBatch 2 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want(map[string]int{f.tenantID: 2, quiet.tenantID: 2}, map[string]int{}), round(2, 2)); diff != "" {
+		t.Errorf("2 of each, EagerBatch 2 (-want +got):\n%s", diff)
 	}
 	disp.EagerBatch = -1
-	if got := round(1); !slices.Equal(got, []bool{false}) {
-		t.Errorf("EagerBatch -1: eager %v", got)
+	if diff := cmp.Diff(want(map[string]int{}, map[string]int{f.tenantID: 1}), round(1, 0)); diff != "" {
+		t.Errorf("EagerBatch -1 (-want +got):\n%s", diff)
 	}
 }
 
