@@ -3,7 +3,7 @@ GO ?= go
 # Pure Go everywhere (modernc SQLite, pgx): no C toolchain needed.
 export CGO_ENABLED ?= 0
 
-.PHONY: run test lint build bench clean
+.PHONY: run test lint build bench bench-production clean
 
 run: ## run the service with its embedded defaults (SQLite in ./data)
 	$(GO) run ./cmd/recordhub serve
@@ -21,6 +21,9 @@ build: ## build bin/recordhub
 
 bench: ## load-test the service against a bare Gin handler and print the ratios (needs hey: apt-get install -y hey; flags: make bench BENCHFLAGS='-z 3s -db sqlite')
 	$(GO) run ./cmd/recordhub-bench $(BENCHFLAGS)
+
+bench-production: ## production shape (-tags noembedtemporal, API + 1 then 2 workers, a separate Temporal server on PostgreSQL, Redis): deliveries/s against bare workflows, worker shares, tenant fairness (needs PostgreSQL and Redis; flags: make bench-production BENCHFLAGS='-workers 1,2,3 -burst 1000')
+	$(GO) run ./cmd/recordhub-bench -production $(BENCHFLAGS)
 
 clean:
 	rm -rf bin

@@ -51,9 +51,6 @@ const (
 	// far longer than a round takes, so that a live dispatcher never loses
 	// its events; a dead one's are taken over when it ends.
 	DefaultLease = 30 * time.Second
-	// DefaultEagerBatch: a tenant with a few events in a round is one the
-	// outbox keeps up with.
-	DefaultEagerBatch = 4
 	// startTimeout bounds one start, so that a server that does not answer
 	// holds the outbox for a round, not for ever.
 	startTimeout = 10 * time.Second
@@ -106,17 +103,22 @@ type Dispatcher struct {
 	MaxBackoff time.Duration
 	// Lease is how long a round's claims hold (DefaultLease).
 	Lease time.Duration
-	// EagerBatch is the most events of one tenant in a round that start
-	// with eager start (DefaultEagerBatch; negative: never): the first
+	// EagerBatch chooses which starts ask for eager start, where the first
 	// workflow task comes back in the start's answer to this process's
-	// worker, a round trip through the task queue saved while the outbox
-	// keeps up with the tenant. More of a tenant in a round are a backlog:
-	// they go through the task queue, where every worker takes a share and
-	// Temporal's fairness interleaves tenants, while a quiet tenant's event
-	// in the same round still takes the quick path.
+	// worker (the SDK falls back to the task queue when the worker has no
+	// free slot): 0, the default, every start; n > 0, the events of a
+	// tenant with at most n in the round, the others going through the
+	// task queue, where every worker takes a share and Temporal's fairness
+	// interleaves tenants; negative, none. Every start eager measured best
+	// (README, "Running in production"): a start through the task queue
+	// waits for a poller, and after a Temporal outage the SDK's pollers
+	// back off for up to 10 s.
 	EagerBatch int
 
 	observed time.Time
+	// startFailed is set by a round whose start failed, cleared by one
+	// whose starts all succeeded.
+	startFailed bool
 }
 
 // Run dispatches events until ctx ends: when this process commits events,
@@ -176,10 +178,12 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	if len(events) == 0 {
 		return 0, nil
 	}
-	eagerBatch := d.EagerBatch
-	if eagerBatch == 0 {
-		eagerBatch = DefaultEagerBatch
-	}
+	// After a failed start, until a round starts cleanly, nothing starts
+	// eagerly: a start whose answer was lost (Temporal restarting answers
+	// "deadline exceeded" to starts it did make) leaves an eager workflow
+	// task with no worker until its timeout (10 s); through the task queue
+	// the task waits only for a poller.
+	recovering := d.startFailed
 	perTenant := map[string]int{}
 	for _, ev := range events {
 		perTenant[ev.TenantID]++
@@ -200,7 +204,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			eager := perTenant[events[i].TenantID] <= eagerBatch
+			eager := !recovering && (d.EagerBatch == 0 || perTenant[events[i].TenantID] <= d.EagerBatch)
 			if errs[i] = d.dispatch(ctx, subs, &events[i], eager); errs[i] != nil {
 				failed.Store(true)
 				return
@@ -209,6 +213,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 		})
 	}
 	wg.Wait()
+	d.startFailed = failed.Load()
 	var marked, left []string
 	for i, ev := range events {
 		if done[i] {

@@ -133,17 +133,16 @@ func TestDispatcherTaskQueue(t *testing.T) {
 	}
 }
 
-// TestDispatcherEagerWhileKeepingUp: a tenant's few events in a round
-// start eagerly, on this process's worker; a tenant's many, a backlog, go
-// through the task queue, where every worker shares them and Temporal's
-// fairness interleaves tenants; a quiet tenant's event in the same round
-// still starts eagerly.
+// TestDispatcherEagerWhileKeepingUp: by default every start is eager; with
+// EagerBatch n, a tenant's few events in a round start eagerly, on this
+// process's worker, and a tenant's many, a backlog, go through the task
+// queue, while a quiet tenant's event in the same round still starts
+// eagerly.
 func TestDispatcherEagerWhileKeepingUp(t *testing.T) {
 	f := newFixture(t, models.SQLite)
 	quiet := newFixtureOn(t, f.store) // a second tenant
 	starter := newFakeStarter()
 	disp := newDispatcher(f, starter)
-	disp.EagerBatch = 2
 	round := func(busy, calm int) map[bool]map[string]int {
 		t.Helper()
 		before := len(starter.starts())
@@ -165,6 +164,10 @@ func TestDispatcherEagerWhileKeepingUp(t *testing.T) {
 	want := func(eager, queued map[string]int) map[bool]map[string]int {
 		return map[bool]map[string]int{true: eager, false: queued}
 	}
+	if diff := cmp.Diff(want(map[string]int{f.tenantID: 6, quiet.tenantID: 1}, map[string]int{}), round(6, 1)); diff != "" {
+		t.Errorf("default (-want +got):\n%s", diff)
+	}
+	disp.EagerBatch = 2
 	if diff := cmp.Diff(want(map[string]int{quiet.tenantID: 1}, map[string]int{f.tenantID: 3}), round(3, 1)); diff != "" {
 		t.Errorf("3 of a tenant, 1 of another, EagerBatch 2 (-want +got):\n%s", diff)
 	}

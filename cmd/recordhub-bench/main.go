@@ -9,6 +9,13 @@
 // seeds a module of 100,000 records and runs each scenario with
 // `hey -z 10s -c 50`. Run it with `make bench` from the repository root;
 // `go run ./cmd/recordhub-bench -h` lists the flags.
+//
+// With -production (`make bench-production`) it runs only the production
+// group instead (production.go): recordhub built -tags noembedtemporal, one
+// API and N worker processes sharing PostgreSQL and Redis against a separate
+// Temporal server on PostgreSQL, a two-tenant burst, and the SPEC §9 figures
+// (deliveries/s against bare workflows on the same server, exactly-once,
+// each worker's share, refused starts, tenant fairness).
 package main
 
 import (
@@ -22,6 +29,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -60,6 +68,13 @@ type options struct {
 	// role is the shape of the measured process: "all", or "api" against
 	// a second process holding the worker and the embedded Temporal server.
 	role string
+
+	// The production group's (-production).
+	production  bool
+	prodWorkers []int // worker process counts, one configuration each
+	burst       int   // tenant A's records
+	baselineN   int   // bare workflows; 0: burst
+	redisURL    string
 }
 
 const defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
@@ -77,6 +92,11 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, service logs, hey output)")
 	fs.BoolVar(&o.webhooks, "webhooks", true, "run the webhook group (SQLite, embedded Temporal): idle RSS, change-to-delivery latency, deliveries/s against bare Temporal workflows; -db '' runs it alone")
 	fs.BoolVar(&o.strict, "strict", false, "exit with status 3 when a target is missed")
+	fs.BoolVar(&o.production, "production", false, "run only the production group: recordhub built -tags noembedtemporal, serve --role api and -workers worker processes on PostgreSQL (-pg) and Redis (-redis) against a separate Temporal server on PostgreSQL; a two-tenant burst; deliveries/s against bare workflows, exactly-once, worker shares, refused starts, tenant fairness (SPEC §9)")
+	prodWorkers := fs.String("workers", "1,2", "with -production: worker process counts to measure, comma-separated, one configuration each")
+	fs.IntVar(&o.burst, "burst", 2000, "with -production: records tenant A creates, 16 at a time")
+	fs.IntVar(&o.baselineN, "baseline-n", 0, "with -production: bare Temporal workflows in the baseline (0: -burst)")
+	fs.StringVar(&o.redisURL, "redis", "redis://127.0.0.1:6379/15", "with -production: the Redis the service processes share")
 	fs.StringVar(&o.role, "role", "all", "shape of the measured process: all (API, worker, dispatcher and the embedded Temporal server in one process), or api (serve --role api, built -tags noembedtemporal as production images are, against a second process, role all, that holds the worker and the embedded Temporal server; every figure, RSS included, is the API process's)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: recordhub-bench [flags]\n\nLoad-tests recordhub against a bare Gin handler with hey; see the package doc.\n\nflags:")
@@ -106,6 +126,19 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		default:
 			return o, fmt.Errorf("-profile: unknown scenario %q (get, post, list)", p)
 		}
+	}
+	for w := range strings.SplitSeq(*prodWorkers, ",") {
+		if w = strings.TrimSpace(w); w == "" {
+			continue
+		}
+		n, err := strconv.Atoi(w)
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("-workers: %q is not a worker count", w)
+		}
+		o.prodWorkers = append(o.prodWorkers, n)
+	}
+	if o.production && (len(o.prodWorkers) == 0 || o.burst < 2 || o.baselineN < 0) {
+		return o, errors.New("-production needs -workers (such as 1,2), -burst of at least 2 and -baseline-n of at least 0")
 	}
 	if o.role != "all" && o.role != "api" {
 		return o, fmt.Errorf("-role: unknown shape %q (all, api)", o.role)
@@ -180,7 +213,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	if err != nil {
 		return 2, err
 	}
-	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 {
+	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 && !o.production {
 		return 1, errors.New(heyInstallHint)
 	}
 	root, err := moduleRoot(ctx)
@@ -199,6 +232,25 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 		os.RemoveAll(work)
 	}()
 
+	if o.production {
+		fmt.Fprintf(stdout, "building ./cmd/recordhub -tags noembedtemporal ...\n")
+		bin, err := buildService(ctx, root, work, "recordhub", false, "noembedtemporal")
+		if err != nil {
+			return 1, err
+		}
+		b := &bench{o: o, out: stdout, work: work, bin: bin, apiBin: bin}
+		r, err := b.production(ctx)
+		if err != nil {
+			return 1, fmt.Errorf("production: %w", err)
+		}
+		if reportProduction(stdout, o, r) > 0 {
+			o.keep = true // the services' logs, for the misses
+			if o.strict {
+				return 3, nil
+			}
+		}
+		return 0, nil
+	}
 	fmt.Fprintf(stdout, "building ./cmd/recordhub ...\n")
 	bin, err := buildService(ctx, root, work, "recordhub", len(o.profile) > 0)
 	if err != nil {

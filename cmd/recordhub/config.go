@@ -15,9 +15,11 @@ import (
 // Config is the service's configuration, read from the environment (SPEC §1).
 type Config struct {
 	// Role is what serve runs: all (API, worker, dispatcher), api or worker.
-	Role              string
-	HTTPAddr          string
-	DatabaseURL       string
+	Role        string
+	HTTPAddr    string
+	DatabaseURL string
+	// DatabaseMaxConns bounds this process's PostgreSQL pool.
+	DatabaseMaxConns  int
 	RedisURL          string
 	DataDir           string
 	SecretKey         string
@@ -89,6 +91,7 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 		}
 	}
 	intVar(&c.DefaultRateLimit, "RECORDHUB_DEFAULT_RATE_LIMIT", 600, 1, 1_000_000)
+	intVar(&c.DatabaseMaxConns, "RECORDHUB_DATABASE_MAX_CONNS", 20, 2, 10_000)
 	intVar(&c.TemporalPort, "RECORDHUB_TEMPORAL_PORT", 7233, 1, 65535)
 	durVar(&c.TemporalRetention, "RECORDHUB_TEMPORAL_RETENTION", 720*time.Hour)
 	durVar(&c.WebhookTimeout, "RECORDHUB_WEBHOOK_TIMEOUT", 30*time.Second)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -65,7 +66,19 @@ func startService(t *testing.T, cfg Config, stdout io.Writer) (base string, stop
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, cfg, Env{Stdout: stdout, Stderr: io.Discard, Listening: func(a string) { addr <- a }})
+		// RECORDHUB_TEST_SERVICE_LOG=file keeps every service's log, at
+		// debug level, for a failure's post-mortem.
+		var stderr io.Writer = io.Discard
+		if path := os.Getenv("RECORDHUB_TEST_SERVICE_LOG"); path != "" {
+			f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err != nil {
+				done <- err
+				return
+			}
+			defer f.Close()
+			stderr, cfg.LogLevel = f, slog.LevelDebug
+		}
+		done <- run(ctx, cfg, Env{Stdout: stdout, Stderr: stderr, Listening: func(a string) { addr <- a }})
 	}()
 	select {
 	case a := <-addr:

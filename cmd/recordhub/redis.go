@@ -8,45 +8,40 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/recordhub/recordhub/api/ratelimit"
 )
 
-// redisStartTimeout bounds the check at start that Redis answers. It is
-// longer than a call's budget: a first connection (dial, HELLO, client
-// info) on a busy machine may take more than 50 ms, and a start must not
-// fail on that.
-const redisStartTimeout = 2 * time.Second
+// redisTimeout bounds the client's own socket and pool waits: the start's
+// check and /readyz's ping get up to this long, since a first connection
+// (dial, HELLO, client info) on a busy machine may take more than 50 ms,
+// and neither a start nor a readiness probe should fail on that. The rate
+// limiter bounds each of its calls far tighter, by its context
+// (ratelimit.DefaultRedisTimeout, 50 ms): it fails open, so an outage
+// costs a request at most that instead of go-redis's 5 s timeouts and
+// retries.
+const redisTimeout = 2 * time.Second
 
 // newRedisClient returns a client of the Redis at rawURL (REDIS_URL) after
-// checking that it answers. The rate limiter fails open, so each call is
-// bounded by ratelimit.DefaultRedisTimeout: an outage costs a request at
-// most that long instead of go-redis's 5 s timeouts and retries.
+// checking that it answers.
 func newRedisClient(ctx context.Context, rawURL string) (*redis.Client, error) {
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
-
-	check := *opts
-	setRedisTimeouts(&check, redisStartTimeout)
-	pingCtx, cancel := context.WithTimeout(ctx, redisStartTimeout)
+	setRedisTimeouts(opts, redisTimeout)
+	c := redis.NewClient(opts)
+	pingCtx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
-	c := redis.NewClient(&check)
-	err = c.Ping(pingCtx).Err()
-	c.Close()
-	if err != nil {
+	if err := c.Ping(pingCtx).Err(); err != nil {
+		c.Close()
 		return nil, fmt.Errorf("connect redis at %s: %w", opts.Addr, err)
 	}
-
-	setRedisTimeouts(opts, ratelimit.DefaultRedisTimeout)
-	return redis.NewClient(opts), nil
+	return c, nil
 }
 
 // setRedisTimeouts gives opts timeouts of d where REDIS_URL set none (ParseURL
 // leaves an absent parameter zero and turns an explicit 0 into -1). An
 // explicit ?dial_timeout= or ?read_timeout= holds for the client, but each
-// limiter call stays bounded by ratelimit.Redis.Timeout. Retries and dial
+// limiter call stays bounded by its context (ratelimit.Redis.Timeout). Retries and dial
 // retries are off: they are what made an outage cost 1.7 s.
 func setRedisTimeouts(opts *redis.Options, d time.Duration) {
 	for _, v := range []*time.Duration{&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.PoolTimeout} {

@@ -32,6 +32,7 @@ func openStore(ctx context.Context, cfg Config, migrate bool) (*models.Store, er
 	opts := models.Options{SecretBox: box}
 	var store *models.Store
 	if cfg.DatabaseURL != "" {
+		opts.MaxOpenConns = cfg.DatabaseMaxConns
 		store, err = models.OpenPostgres(ctx, cfg.DatabaseURL, opts)
 	} else {
 		store, err = models.OpenSQLite(ctx, filepath.Join(cfg.DataDir, "recordhub.db"), opts)

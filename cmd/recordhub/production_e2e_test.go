@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/recordhub/recordhub/cmd/internal/pgtemporal"
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
+)
+
+// startTemporal starts a separate Temporal server on PostgreSQL for the
+// test, stopped when it ends; the test is skipped where PostgreSQL is not
+// reachable (unless services are required).
+func startTemporal(t *testing.T) *pgtemporal.Server {
+	t.Helper()
+	storetest.PostgresURL(t) // skips, or fails when required, without PostgreSQL
+	admin := cmp.Or(os.Getenv("RECORDHUB_TEST_DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute) // a cold build of the server takes minutes
+	defer cancel()
+	srv, err := pgtemporal.Start(ctx, pgtemporal.Options{PostgresURL: admin})
+	if err != nil {
+		t.Fatalf("temporal server on PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Errorf("stop temporal: %v", err)
+		}
+	})
+	return srv
+}
+
+// deliveries is a receiver that counts each event's requests.
+type deliveries struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	by  map[string]int       // X-Webhook-Id → requests
+	at  map[string]time.Time // record id → first arrival
+}
+
+func newDeliveries(t *testing.T) *deliveries {
+	d := &deliveries{by: map[string]int{}, at: map[string]time.Time{}}
+	d.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		now := time.Now()
+		body, _ := io.ReadAll(req.Body)
+		d.mu.Lock()
+		d.by[req.Header.Get("X-Webhook-Id")]++
+		// The record id, without decoding the whole event.
+		if i := strings.Index(string(body), `"record":{`); i >= 0 {
+			if j := strings.Index(string(body[i:]), `"id":"`); j >= 0 {
+				rest := string(body[i+j+6:])
+				id := rest[:strings.IndexByte(rest, '"')]
+				if _, ok := d.at[id]; !ok {
+					d.at[id] = now
+				}
+			}
+		}
+		d.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(d.srv.Close)
+	return d
+}
+
+func (d *deliveries) events() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.by)
+}
+
+// metrics reads the counters of a worker's /metrics whose names start with
+// prefix, by their full series name ("name{labels}").
+func metrics(t *testing.T, base, prefix string) map[string]float64 {
+	t.Helper()
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+func sumOf(m map[string]float64) float64 {
+	var s float64
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
+
+// TestProductionShape (SPEC §9) runs the production shape: one API
+// replica and two workers on PostgreSQL and Redis against a separate
+// Temporal server on PostgreSQL, all sharing one task queue. A burst of
+// record changes is delivered exactly once each, both workers make at
+// least 35 % of the attempts, and fewer than 1 % of starts are refused as
+// already started. Then Temporal is killed: the API stays ready and takes
+// writes, and their events arrive within 2 s of Temporal answering again.
+func TestProductionShape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server: not in -short")
+	}
+	srv := startTemporal(t)
+	cfg := webhookConfig(t, models.Postgres)
+	cfg.RedisURL = storetest.RedisURL()
+	cfg.TemporalAddress, cfg.TemporalNamespace = srv.Address(), srv.Namespace()
+	cfg.TemporalTaskQueue = "recordhub-e2e-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	cfg.SecretKey = base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))
+	cfg.DatabaseMaxConns = 8 // three processes and Temporal share the server with other tests
+
+	apiCfg, workerCfg := cfg, cfg
+	apiCfg.Role, workerCfg.Role = RoleAPI, RoleWorker
+	api, _ := startService(t, apiCfg, io.Discard)
+	workers := make([]string, 2)
+	for i := range workers {
+		workers[i], _ = startService(t, workerCfg, io.Discard)
+	}
+	key := cfg.BootstrapAdminKey
+	mod := jsonCall(t, "POST", api+"/api/admin/modules", key, map[string]any{"slug": "orders", "name": "Orders",
+		"fields": []any{map[string]any{"name": "title", "type": "string"}}})
+	rcv := newDeliveries(t)
+	jsonCall(t, "POST", api+"/api/admin/webhook-endpoints", key, map[string]any{"url": rcv.srv.URL, "events": []string{"record_created"}})
+	burstKey := jsonCall(t, "POST", api+"/api/admin/keys", key, map[string]any{"name": "burst", "permissions": map[string]any{"*": []string{"write"}}, "rate_limit_per_minute": 1_000_000})["key"].(string)
+	create := func() string {
+		t.Helper()
+		st, m := call(t, "POST", api+"/api/modules/"+mod["id"].(string)+"/records", burstKey, `{"fields":{"title":"x"}}`)
+		if st != http.StatusCreated {
+			t.Fatalf("create: %d %v", st, m)
+		}
+		return m["id"].(string)
+	}
+
+	const n = 400
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for next.Add(1) <= n {
+				create()
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, "every delivery", 3*time.Minute, func() bool { return rcv.events() == n })
+
+	rcv.mu.Lock()
+	for id, c := range rcv.by {
+		if c != 1 {
+			t.Errorf("event %s delivered %d times", id, c)
+		}
+	}
+	rcv.mu.Unlock()
+	var attempts, started, refused []float64
+	for _, w := range workers {
+		attempts = append(attempts, sumOf(metrics(t, w, "recordhub_webhook_attempts_total")))
+		starts := metrics(t, w, "recordhub_webhook_workflow_starts_total")
+		started = append(started, starts[`recordhub_webhook_workflow_starts_total{result="started"}`])
+		refused = append(refused, starts[`recordhub_webhook_workflow_starts_total{result="already_started"}`])
+	}
+	t.Logf("attempts per worker %v, starts %v, refused %v", attempts, started, refused)
+	if total := attempts[0] + attempts[1]; total != n {
+		t.Errorf("%v attempts for %d events", total, n)
+	}
+	for i, a := range attempts {
+		if share := a / n; share < 0.35 {
+			t.Errorf("worker %d made %.0f%% of the attempts, want at least 35%%", i+1, 100*share)
+		}
+	}
+	if s := started[0] + started[1]; s != n {
+		t.Errorf("%v starts for %d events", s, n)
+	}
+	if r := refused[0] + refused[1]; r >= 0.01*n {
+		t.Errorf("%v starts refused as already started, want under 1%% of %d", r, n)
+	}
+
+	// Temporal goes away: the API replica stays ready and takes writes; the
+	// workers are not ready.
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a worker to see Temporal gone", 30*time.Second, func() bool {
+		st, _ := call(t, "GET", workers[0]+"/readyz", "", "")
+		return st == http.StatusServiceUnavailable
+	})
+	if st, body := call(t, "GET", api+"/readyz", "", ""); st != http.StatusOK {
+		t.Errorf("API replica's readyz with Temporal down: %d %v", st, body)
+	}
+	var written []string
+	for range 5 {
+		written = append(written, create())
+	}
+
+	// Temporal comes back. It answers again when a workflow can be started
+	// (its frontend answers health checks earlier, before history is
+	// ready): a client of our own starts throwaway workflows to note when.
+	answered := make(chan time.Time, 1)
+	probeCtx, stopProbe := context.WithCancel(t.Context())
+	defer stopProbe()
+	go func() {
+		c, err := client.NewLazyClient(client.Options{HostPort: srv.Address(), Namespace: srv.Namespace()})
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for i := 0; probeCtx.Err() == nil; i++ {
+			ctx, cancel := context.WithTimeout(probeCtx, 250*time.Millisecond)
+			_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("probe-%d", i), TaskQueue: "probe"}, "Probe")
+			cancel()
+			if err == nil {
+				answered <- time.Now()
+				return
+			}
+		}
+	}()
+	if err := srv.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var back time.Time
+	select {
+	case back = <-answered:
+	case <-time.After(time.Minute):
+		t.Fatal("Temporal did not start a workflow within a minute of its restart")
+	}
+	waitFor(t, "the events written while Temporal was down", time.Minute, func() bool {
+		rcv.mu.Lock()
+		defer rcv.mu.Unlock()
+		for _, id := range written {
+			if _, ok := rcv.at[id]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	for i, id := range written {
+		d := rcv.at[id].Sub(back)
+		t.Logf("event %d written during the outage arrived %s after Temporal answered", i+1, d.Round(time.Millisecond))
+		if d > 2*time.Second {
+			t.Errorf("event %d arrived %s after Temporal answered again, want within 2 s", i+1, d.Round(time.Millisecond))
+		}
+	}
+	if total := len(rcv.by); total != n+len(written) {
+		t.Errorf("%d events delivered, want %d", total, n+len(written))
+	}
+}
