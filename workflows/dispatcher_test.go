@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -177,6 +178,41 @@ func TestDispatcherEagerWhileKeepingUp(t *testing.T) {
 	disp.EagerBatch = -1
 	if diff := cmp.Diff(want(map[string]int{}, map[string]int{f.tenantID: 1}), round(1, 0)); diff != "" {
 		t.Errorf("EagerBatch -1 (-want +got):\n%s", diff)
+	}
+}
+
+// TestDispatcherNotEagerAfterFailure: after a failed start, the next
+// round starts through the task queue (a start whose answer was lost would
+// leave an eager task waiting for its timeout); once a round starts
+// cleanly, starts are eager again.
+func TestDispatcherNotEagerAfterFailure(t *testing.T) {
+	f := newFixture(t, models.SQLite)
+	starter := newFakeStarter()
+	disp := newDispatcher(f, starter)
+	round := func() []bool {
+		t.Helper()
+		before := len(starter.starts())
+		if _, err := disp.DispatchOnce(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		var eager []bool
+		for _, s := range starter.starts()[before:] {
+			eager = append(eager, s.opts.EnableEagerStart)
+		}
+		return eager
+	}
+	f.record(t)
+	starter.setFail(func(string) error { return errUnavailable })
+	if _, err := disp.DispatchOnce(t.Context()); !errors.Is(err, errUnavailable) {
+		t.Fatalf("got %v, want the start's error", err)
+	}
+	starter.setFail(nil)
+	if got := round(); !slices.Equal(got, []bool{false}) {
+		t.Errorf("the round after a failure: eager %v, want through the task queue", got)
+	}
+	f.record(t)
+	if got := round(); !slices.Equal(got, []bool{true}) {
+		t.Errorf("after a clean round: eager %v, want eager", got)
 	}
 }
 
