@@ -9,6 +9,9 @@ run: ## run the service with its embedded defaults (SQLite in ./data)
 	$(GO) run ./cmd/recordhub serve
 
 test: ## run every test; PostgreSQL and Redis tests skip when those are absent
+	@# The production-shape tests build a Temporal server from the module
+	@# cache; compile it first, outside the tests' timeout (seconds when cached).
+	$(GO) build go.temporal.io/server/cmd/server go.temporal.io/server/cmd/tools/sql
 	$(GO) test -count=1 -timeout 20m ./...
 
 lint: ## gofmt, go vet and staticcheck

@@ -18,7 +18,6 @@ import (
 
 	"github.com/recordhub/recordhub/api"
 	"github.com/recordhub/recordhub/api/inbound"
-	"github.com/recordhub/recordhub/api/ratelimit"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
@@ -406,8 +405,8 @@ func TestInboundRateLimit(t *testing.T) {
 		// Two replicas share the webhook's budget through Redis.
 		prefix := limiterPrefix()
 		db := storetest.NewDB(t, d)
-		a := newEnvOn(t, db.Open(t, models.Options{}), withLimiter(ratelimit.NewRedis(storetest.Redis(t), prefix)))
-		b := replicaOf(t, a, db.Open(t, models.Options{}), withLimiter(ratelimit.NewRedis(storetest.Redis(t), prefix)))
+		a := newEnvOn(t, db.Open(t, models.Options{}), withLimiter(redisLimiter(t, prefix)))
+		b := replicaOf(t, a, db.Open(t, models.Options{}), withLimiter(redisLimiter(t, prefix)))
 		cfg := orderConfig(nil)
 		cfg["match_fields"] = []string{}
 		h := a.configureInbound("orders", cfg)

@@ -31,7 +31,7 @@ var limiters = []struct {
 }{
 	{"memory", func(*testing.T) []envOption { return nil }},
 	{"redis", func(t *testing.T) []envOption {
-		return []envOption{withLimiter(ratelimit.NewRedis(storetest.Redis(t), limiterPrefix()))}
+		return []envOption{withLimiter(redisLimiter(t, limiterPrefix()))}
 	}},
 }
 
@@ -137,8 +137,8 @@ func TestRateLimitSharedByReplicas(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d models.Dialect) {
 		prefix := limiterPrefix()
 		db := storetest.NewDB(t, d)
-		a := newEnvOn(t, db.Open(t, models.Options{}), withLimiter(ratelimit.NewRedis(storetest.Redis(t), prefix)))
-		b := replicaOf(t, a, db.Open(t, models.Options{}), withLimiter(ratelimit.NewRedis(storetest.Redis(t), prefix)))
+		a := newEnvOn(t, db.Open(t, models.Options{}), withLimiter(redisLimiter(t, prefix)))
+		b := replicaOf(t, a, db.Open(t, models.Options{}), withLimiter(redisLimiter(t, prefix)))
 		_, key := a.createKey(map[string]any{"rate_limit_per_minute": 5})
 
 		var got []int
@@ -154,4 +154,13 @@ func TestRateLimitSharedByReplicas(t *testing.T) {
 			t.Errorf("statuses over two replicas (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// redisLimiter is a Redis limiter for tests that count budgets: each call
+// may take a second, not the production 50 ms, past which the limiter fails
+// open and a loaded machine would let a call through uncounted.
+func redisLimiter(t *testing.T, prefix string) *ratelimit.Redis {
+	l := ratelimit.NewRedis(storetest.Redis(t), prefix)
+	l.Timeout = time.Second
+	return l
 }

@@ -159,7 +159,7 @@ func redisPrefix() string {
 }
 
 func TestRedisBurst(t *testing.T) {
-	l := ratelimit.NewRedis(storetest.Redis(t), redisPrefix())
+	l := redisLimiter(t, redisPrefix())
 	allowed, remaining, last := burst(t, l, "k", 5, 7, nil)
 	if diff := cmp.Diff([]bool{true, true, true, true, true, false, false}, allowed); diff != "" {
 		t.Errorf("allowed (-want +got):\n%s", diff)
@@ -176,8 +176,8 @@ func TestRedisBurst(t *testing.T) {
 // their own connections, spend one budget between them.
 func TestRedisSharedBudget(t *testing.T) {
 	prefix := redisPrefix()
-	a := ratelimit.NewRedis(storetest.Redis(t), prefix)
-	b := ratelimit.NewRedis(storetest.Redis(t), prefix)
+	a := redisLimiter(t, prefix)
+	b := redisLimiter(t, prefix)
 	ctx := context.Background()
 	passed := 0
 	for i := range 10 {
@@ -198,7 +198,7 @@ func TestRedisSharedBudget(t *testing.T) {
 	}
 
 	// A limiter under another prefix has a budget of its own.
-	c := ratelimit.NewRedis(storetest.Redis(t), redisPrefix())
+	c := redisLimiter(t, redisPrefix())
 	if res, err := c.Allow(ctx, "k", 5); err != nil || !res.Allowed {
 		t.Errorf("first call under another prefix: %+v, %v; want allowed", res, err)
 	}
@@ -253,4 +253,13 @@ func TestRedisUnansweredTimesOut(t *testing.T) {
 		t.Errorf("Allow took %v to fail (%v), want about %v", elapsed, err, ratelimit.DefaultRedisTimeout)
 	}
 	t.Logf("failed after %v: %v", elapsed, err)
+}
+
+// redisLimiter is a Redis limiter for tests that count budgets: each call
+// may take a second, not the production 50 ms, past which the limiter fails
+// open and a loaded machine would let a call through uncounted.
+func redisLimiter(t *testing.T, prefix string) *ratelimit.Redis {
+	l := ratelimit.NewRedis(storetest.Redis(t), prefix)
+	l.Timeout = time.Second
+	return l
 }

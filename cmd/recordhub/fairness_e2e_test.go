@@ -109,16 +109,7 @@ func TestTenantFairness(t *testing.T) {
 	}
 
 	const burst = 2000
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range 16 {
-		wg.Go(func() {
-			for next.Add(1) <= burst {
-				create(a)
-			}
-		})
-	}
-	wg.Wait()
+	concurrently(burst, 16, func() { create(a) })
 	t.Logf("tenant A: %d records created; %d delivered so far", burst, a.rcv.count())
 
 	for i := range 5 {

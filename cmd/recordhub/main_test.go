@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,25 +60,31 @@ func (s *syncBuffer) String() string {
 }
 
 // startService runs the service until the returned stop is called; stop
-// returns run's error.
+// returns run's error. Its log is discarded, or appended, at debug level,
+// to the file RECORDHUB_TEST_SERVICE_LOG names (for a failure's
+// post-mortem).
 func startService(t *testing.T, cfg Config, stdout io.Writer) (base string, stop func() error) {
+	t.Helper()
+	var stderr io.Writer = io.Discard
+	if path := os.Getenv("RECORDHUB_TEST_SERVICE_LOG"); path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		stderr, cfg.LogLevel = f, slog.LevelDebug
+	}
+	return startServiceLogging(t, cfg, stdout, stderr)
+}
+
+// startServiceLogging is startService with the service's stderr (its JSON
+// log) written to stderr.
+func startServiceLogging(t *testing.T, cfg Config, stdout, stderr io.Writer) (base string, stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		// RECORDHUB_TEST_SERVICE_LOG=file keeps every service's log, at
-		// debug level, for a failure's post-mortem.
-		var stderr io.Writer = io.Discard
-		if path := os.Getenv("RECORDHUB_TEST_SERVICE_LOG"); path != "" {
-			f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-			if err != nil {
-				done <- err
-				return
-			}
-			defer f.Close()
-			stderr, cfg.LogLevel = f, slog.LevelDebug
-		}
 		done <- run(ctx, cfg, Env{Stdout: stdout, Stderr: stderr, Listening: func(a string) { addr <- a }})
 	}()
 	select {
@@ -98,6 +105,21 @@ func startService(t *testing.T, cfg Config, stdout io.Writer) (base string, stop
 	}
 	t.Cleanup(func() { stop() })
 	return base, stop
+}
+
+// concurrently calls f n times from workers goroutines and returns when
+// every call has returned.
+func concurrently(n, workers int, f func()) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				f()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func call(t *testing.T, method, url, key, body string) (int, map[string]any) {

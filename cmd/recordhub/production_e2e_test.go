@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,16 +158,7 @@ func TestProductionShape(t *testing.T) {
 	}
 
 	const n = 400
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for next.Add(1) <= n {
-				create()
-			}
-		})
-	}
-	wg.Wait()
+	concurrently(n, 16, func() { create() })
 	waitFor(t, "every delivery", 3*time.Minute, func() bool { return rcv.events() == n })
 
 	rcv.mu.Lock()

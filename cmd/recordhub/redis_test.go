@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,36 +76,6 @@ func answersPing(addr string) bool {
 	return string(buf[:n]) == "+PONG\r\n"
 }
 
-// startServiceLogging is startService with the service's stderr (its JSON
-// log) written to stderr.
-func startServiceLogging(t *testing.T, cfg Config, stderr io.Writer) (base string, stop func() error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, cfg, Env{Stdout: io.Discard, Stderr: stderr, Listening: func(a string) { addr <- a }})
-	}()
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case err := <-done:
-		cancel()
-		t.Fatalf("service did not start: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("service did not start within 30s")
-	}
-	var once sync.Once
-	var runErr error
-	stop = func() error {
-		once.Do(func() { cancel(); runErr = <-done })
-		return runErr
-	}
-	t.Cleanup(func() { stop() })
-	return base, stop
-}
-
 // logLines returns the lines of a JSON log, failing the test on any line
 // that is not JSON.
 func logLines(t *testing.T, log string) []map[string]any {
@@ -136,7 +105,7 @@ func TestRedisOutage(t *testing.T) {
 	cfg.BootstrapAdminKey = "rh_redis_" + strings.Repeat("r", 30)
 	cfg.RedisURL = url
 	var stderr syncBuffer
-	base, stop := startServiceLogging(t, cfg, &stderr)
+	base, stop := startServiceLogging(t, cfg, io.Discard, &stderr)
 	key := cfg.BootstrapAdminKey
 
 	if st, body := call(t, "GET", base+"/api/modules", key, ""); st != 200 {
