@@ -15,10 +15,9 @@ import (
 // Config is the service's configuration, read from the environment (SPEC §1).
 type Config struct {
 	// Role is what serve runs: all (API, worker, dispatcher), api or worker.
-	Role        string
-	HTTPAddr    string
-	DatabaseURL string
-	// DatabaseMaxConns bounds this process's PostgreSQL pool.
+	Role              string
+	HTTPAddr          string
+	DatabaseURL       string
 	DatabaseMaxConns  int
 	RedisURL          string
 	DataDir           string

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -314,14 +315,20 @@ func TestConfigFromEnv(t *testing.T) {
 		{"public URL", map[string]string{"RECORDHUB_PUBLIC_URL": "https://records.example.com/base"}, true},
 		{"public URL without scheme", map[string]string{"RECORDHUB_PUBLIC_URL": "records.example.com"}, false},
 		{"public URL with a query", map[string]string{"RECORDHUB_PUBLIC_URL": "https://records.example.com/?x=1"}, false},
+		{"task queue", map[string]string{"RECORDHUB_TEMPORAL_TASK_QUEUE": "deployment-b"}, true},
+		{"task queue with spaces", map[string]string{"RECORDHUB_TEMPORAL_TASK_QUEUE": " b "}, false},
+		{"pool of one", map[string]string{"RECORDHUB_DATABASE_MAX_CONNS": "1"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := configFromEnv(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
 			if (err == nil) != c.ok {
 				t.Fatalf("err %v, want ok=%v", err, c.ok)
 			}
-			if c.ok && (cfg.HTTPAddr != "127.0.0.1:8080" || cfg.DefaultRateLimit != 600 || cfg.WebhookTimeout != 30*time.Second || cfg.TemporalUIAddr != "127.0.0.1:8233" || !cfg.AutoMigrate) {
+			if c.ok && (cfg.HTTPAddr != "127.0.0.1:8080" || cfg.DefaultRateLimit != 600 || cfg.WebhookTimeout != 30*time.Second || cfg.TemporalUIAddr != "127.0.0.1:8233" || !cfg.AutoMigrate || cfg.DatabaseMaxConns != 20) {
 				t.Errorf("defaults %+v", cfg)
+			}
+			if want := cmp.Or(c.env["RECORDHUB_TEMPORAL_TASK_QUEUE"], "recordhub-webhooks"); c.ok && cfg.TemporalTaskQueue != want {
+				t.Errorf("task queue %q, want %q", cfg.TemporalTaskQueue, want)
 			}
 		})
 	}

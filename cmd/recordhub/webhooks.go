@@ -35,8 +35,9 @@ type webhooks struct {
 }
 
 // reconnectBackoff is how the client's connection retries while Temporal
-// is unreachable: at most a second apart (gRPC's default waits up to 120 s,
-// the SDK's 10 s), so that the outbox drains soon after Temporal is back.
+// is unreachable: at most half a second apart (gRPC's default waits up to
+// 120 s, the SDK's 10 s), so that the outbox drains soon after Temporal is
+// back.
 var reconnectBackoff = grpc.ConnectParams{
 	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 500 * time.Millisecond},
 	MinConnectTimeout: 5 * time.Second,
@@ -70,17 +71,18 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 		HostPort: addr, Namespace: cfg.TemporalNamespace, Logger: sdklog.NewStructuredLogger(sdkLog),
 		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{grpc.WithConnectParams(reconnectBackoff)}},
 	}
-	if !cfg.runsWorker() {
-		if wh.client, err = client.NewLazyClient(opts); err != nil {
-			return nil, fmt.Errorf("temporal client for %s: %w", addr, err)
-		}
-		wh.replayer = &workflows.Replayer{Starter: wh.client, Store: store, Policy: policy, TaskQueue: cfg.TemporalTaskQueue}
-		return wh, nil
+	if cfg.runsWorker() {
+		wh.client, err = client.DialContext(ctx, opts)
+	} else {
+		wh.client, err = client.NewLazyClient(opts)
 	}
-	if wh.client, err = client.DialContext(ctx, opts); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("connect to temporal at %s: %w", addr, err)
 	}
 	wh.replayer = &workflows.Replayer{Starter: wh.client, Store: store, Policy: policy, TaskQueue: cfg.TemporalTaskQueue}
+	if !cfg.runsWorker() {
+		return wh, nil
+	}
 	if err := workflows.RegisterSearchAttributes(ctx, wh.client, cfg.TemporalNamespace); err != nil {
 		return nil, fmt.Errorf("register search attributes: %w", err)
 	}
