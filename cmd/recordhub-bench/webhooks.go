@@ -305,30 +305,11 @@ func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error)
 
 	// 3a. The service's sustained delivery rate.
 	fmt.Fprintf(b.out, "webhooks: %d records, %d at a time, to one endpoint ...\n", webhookThroughputN, webhookCreators)
-	ids = make([]string, 0, webhookThroughputN)
-	var next atomic.Int64
-	errs = nil
 	start := time.Now()
-	for range webhookCreators {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= webhookThroughputN {
-				id, err := createRecord(ctx, svc, f)
-				mu.Lock()
-				if err != nil {
-					errs = append(errs, err)
-				} else {
-					ids = append(ids, id)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	ids, err = createMany(ctx, svc, f, webhookThroughputN, webhookCreators)
 	r.serviceCreate = time.Since(start)
-	if len(errs) > 0 {
-		return r, fmt.Errorf("throughput run: %d creates failed, the first: %w", len(errs), errs[0])
+	if err != nil {
+		return r, fmt.Errorf("throughput run: %w", err)
 	}
 	waitFor(ctx, len(ids), 60*time.Second, func() int { return len(rcv.arrivals(ids)) })
 	arr := rcv.arrivals(ids)

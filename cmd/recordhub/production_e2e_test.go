@@ -25,14 +25,18 @@ import (
 
 // startTemporal starts a separate Temporal server on PostgreSQL for the
 // test, stopped when it ends; the test is skipped where PostgreSQL is not
-// reachable (unless services are required).
+// reachable (unless services are required). Its log is shown when the test
+// fails.
 func startTemporal(t *testing.T) *pgtemporal.Server {
 	t.Helper()
 	storetest.PostgresURL(t) // skips, or fails when required, without PostgreSQL
 	admin := cmp.Or(os.Getenv("RECORDHUB_TEST_DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute) // a cold build of the server takes minutes
 	defer cancel()
-	srv, err := pgtemporal.Start(ctx, pgtemporal.Options{PostgresURL: admin})
+	var log syncBuffer
+	showOnFailure(t, "temporal server", &log)
+	// Small pools: other packages' tests use the same PostgreSQL server.
+	srv, err := pgtemporal.Start(ctx, pgtemporal.Options{PostgresURL: admin, Log: &log, LogLevel: "warn", MaxConns: 6})
 	if err != nil {
 		t.Fatalf("temporal server on PostgreSQL: %v", err)
 	}
@@ -42,6 +46,17 @@ func startTemporal(t *testing.T) *pgtemporal.Server {
 		}
 	})
 	return srv
+}
+
+// showOnFailure logs the last lines of log when the test fails.
+func showOnFailure(t *testing.T, name string, log *syncBuffer) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+		t.Logf("last lines of the %s's log:\n%s", name, strings.Join(lines[max(len(lines)-40, 0):], "\n"))
+	})
 }
 
 // deliveries is a receiver that counts each event's requests.
@@ -133,14 +148,18 @@ func TestProductionShape(t *testing.T) {
 	cfg.TemporalAddress, cfg.TemporalNamespace = srv.Address(), srv.Namespace()
 	cfg.TemporalTaskQueue = "recordhub-e2e-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	cfg.SecretKey = base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))
-	cfg.DatabaseMaxConns = 8 // three processes and Temporal share the server with other tests
+	cfg.DatabaseMaxConns = 6 // three processes and Temporal share the server with other tests
 
 	apiCfg, workerCfg := cfg, cfg
 	apiCfg.Role, workerCfg.Role = RoleAPI, RoleWorker
-	api, _ := startService(t, apiCfg, io.Discard)
+	var apiLog syncBuffer
+	showOnFailure(t, "api", &apiLog)
+	api, _ := startServiceLogging(t, apiCfg, io.Discard, &apiLog)
 	workers := make([]string, 2)
 	for i := range workers {
-		workers[i], _ = startService(t, workerCfg, io.Discard)
+		var log syncBuffer
+		showOnFailure(t, fmt.Sprintf("worker %d", i+1), &log)
+		workers[i], _ = startServiceLogging(t, workerCfg, io.Discard, &log)
 	}
 	key := cfg.BootstrapAdminKey
 	mod := jsonCall(t, "POST", api+"/api/admin/modules", key, map[string]any{"slug": "orders", "name": "Orders",

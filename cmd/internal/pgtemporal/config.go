@@ -76,6 +76,8 @@ type serverConfig struct {
 	User, Password    string
 	DB, VisibilityDB  string
 	DynamicConfigFile string
+	// MaxConns and VisibilityMaxConns size each service's pools.
+	MaxConns, VisibilityMaxConns int
 }
 
 // configTemplate has the shape of the server module's
@@ -100,8 +102,8 @@ persistence:
         connectProtocol: tcp
         user: {{q .User}}
         password: {{q .Password}}
-        maxConns: 20
-        maxIdleConns: 20
+        maxConns: {{.MaxConns}}
+        maxIdleConns: {{.MaxConns}}
         maxConnLifetime: 1h
     postgres-visibility:
       sql:
@@ -111,8 +113,8 @@ persistence:
         connectProtocol: tcp
         user: {{q .User}}
         password: {{q .Password}}
-        maxConns: 10
-        maxIdleConns: 10
+        maxConns: {{.VisibilityMaxConns}}
+        maxIdleConns: {{.VisibilityMaxConns}}
         maxConnLifetime: 1h
 
 global:

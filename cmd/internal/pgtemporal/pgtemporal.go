@@ -55,6 +55,12 @@ type Options struct {
 	LogLevel string
 	// Namespace is registered at start; "" means "default".
 	Namespace string
+	// MaxConns bounds the connections of each of the server's pools to its
+	// main database (half as many to visibility); 0 means 20, as in
+	// Temporal's development config. The server holds several such pools:
+	// about 57 connections at 20. Tests that share one PostgreSQL server
+	// lower it.
+	MaxConns int
 	// DynamicConfig holds extra dynamic config keys, each with one
 	// constraint-free value, as they would appear under "value:" in
 	// Temporal's dynamic config YAML. matching.enableFairness is true unless
@@ -144,14 +150,16 @@ func (s *Server) start(ctx context.Context, o Options, sqlTool string) error {
 		s.addr = "127.0.0.1:" + strconv.Itoa(p.FrontendGRPC)
 		s.log = newLogTail(o.Log, logLines)
 		err = writeConfig(s.configFile, serverConfig{
-			Ports:             p,
-			LogLevel:          cmp.Or(o.LogLevel, "info"),
-			PostgresAddr:      s.pg.addr(),
-			User:              s.pg.user,
-			Password:          s.pg.password,
-			DB:                s.dbs[0],
-			VisibilityDB:      s.dbs[1],
-			DynamicConfigFile: dynamicConfig,
+			Ports:              p,
+			LogLevel:           cmp.Or(o.LogLevel, "info"),
+			PostgresAddr:       s.pg.addr(),
+			User:               s.pg.user,
+			Password:           s.pg.password,
+			DB:                 s.dbs[0],
+			VisibilityDB:       s.dbs[1],
+			DynamicConfigFile:  dynamicConfig,
+			MaxConns:           cmp.Or(o.MaxConns, 20),
+			VisibilityMaxConns: max(cmp.Or(o.MaxConns, 20)/2, 2),
 		})
 		release()
 		if err != nil {
