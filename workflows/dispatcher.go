@@ -103,17 +103,6 @@ type Dispatcher struct {
 	MaxBackoff time.Duration
 	// Lease is how long a round's claims hold (DefaultLease).
 	Lease time.Duration
-	// EagerBatch chooses which starts ask for eager start, where the first
-	// workflow task comes back in the start's answer to this process's
-	// worker (the SDK falls back to the task queue when the worker has no
-	// free slot): 0, the default, every start; n > 0, the events of a
-	// tenant with at most n in the round, the others going through the
-	// task queue, where every worker takes a share and Temporal's fairness
-	// interleaves tenants; negative, none. Every start eager measured best
-	// (README, "Running in production"): a start through the task queue
-	// waits for a poller, and after a Temporal outage the SDK's pollers
-	// back off for up to 10 s.
-	EagerBatch int
 
 	observed time.Time
 	// startFailed is set by a round whose start failed, cleared by one
@@ -178,16 +167,17 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	if len(events) == 0 {
 		return 0, nil
 	}
-	// After a failed start, until a round starts cleanly, nothing starts
-	// eagerly: a start whose answer was lost (Temporal restarting answers
-	// "deadline exceeded" to starts it did make) leaves an eager workflow
-	// task with no worker until its timeout (10 s); through the task queue
-	// the task waits only for a poller.
-	recovering := d.startFailed
-	perTenant := map[string]int{}
-	for _, ev := range events {
-		perTenant[ev.TenantID]++
-	}
+	// Starts are eager: the first workflow task comes back in the start's
+	// answer to this process's worker (the SDK falls back to the task
+	// queue when the worker has no free slot), so each worker runs what
+	// its dispatcher claimed. After a failed start, until a round starts
+	// cleanly, they go through the task queue instead: a start whose
+	// answer was lost (a restarting Temporal answers "deadline exceeded"
+	// to starts it did make) would leave its eager task with no worker
+	// until the task's timeout (10 s), where through the task queue it
+	// waits only for a poller. README, "Running in production", has the
+	// measurements behind this.
+	eager := !d.startFailed
 	subs := &subscriptions{store: d.Store}
 	var (
 		wg     sync.WaitGroup
@@ -204,7 +194,6 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			eager := !recovering && (d.EagerBatch == 0 || perTenant[events[i].TenantID] <= d.EagerBatch)
 			if errs[i] = d.dispatch(ctx, subs, &events[i], eager); errs[i] != nil {
 				failed.Store(true)
 				return
@@ -233,7 +222,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	if err := d.Store.ReleaseEvents(bctx, d.Owner, left); err != nil {
 		errs = append(errs, err)
 	}
-	d.log().Debug("outbox round", "claimed", len(events), "tenants", len(perTenant), "started", len(marked), "took", time.Since(began))
+	d.log().Debug("outbox round", "claimed", len(events), "started", len(marked), "eager", eager, "took", time.Since(began))
 	return len(marked), errors.Join(errs...)
 }
 

@@ -134,55 +134,8 @@ func TestDispatcherTaskQueue(t *testing.T) {
 	}
 }
 
-// TestDispatcherEagerWhileKeepingUp: by default every start is eager; with
-// EagerBatch n, a tenant's few events in a round start eagerly, on this
-// process's worker, and a tenant's many, a backlog, go through the task
-// queue, while a quiet tenant's event in the same round still starts
-// eagerly.
-func TestDispatcherEagerWhileKeepingUp(t *testing.T) {
-	f := newFixture(t, models.SQLite)
-	quiet := newFixtureOn(t, f.store) // a second tenant
-	starter := newFakeStarter()
-	disp := newDispatcher(f, starter)
-	round := func(busy, calm int) map[bool]map[string]int {
-		t.Helper()
-		before := len(starter.starts())
-		for range busy {
-			f.record(t)
-		}
-		for range calm {
-			quiet.record(t)
-		}
-		if n, err := disp.DispatchOnce(t.Context()); err != nil || n != busy+calm {
-			t.Fatalf("%d claimed, %v; want %d", n, err, busy+calm)
-		}
-		got := map[bool]map[string]int{true: {}, false: {}}
-		for _, s := range starter.starts()[before:] {
-			got[s.opts.EnableEagerStart][s.in.TenantID]++
-		}
-		return got
-	}
-	want := func(eager, queued map[string]int) map[bool]map[string]int {
-		return map[bool]map[string]int{true: eager, false: queued}
-	}
-	if diff := cmp.Diff(want(map[string]int{f.tenantID: 6, quiet.tenantID: 1}, map[string]int{}), round(6, 1)); diff != "" {
-		t.Errorf("default (-want +got):\n%s", diff)
-	}
-	disp.EagerBatch = 2
-	if diff := cmp.Diff(want(map[string]int{quiet.tenantID: 1}, map[string]int{f.tenantID: 3}), round(3, 1)); diff != "" {
-		t.Errorf("3 of a tenant, 1 of another, EagerBatch 2 (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(want(map[string]int{f.tenantID: 2, quiet.tenantID: 2}, map[string]int{}), round(2, 2)); diff != "" {
-		t.Errorf("2 of each, EagerBatch 2 (-want +got):\n%s", diff)
-	}
-	disp.EagerBatch = -1
-	if diff := cmp.Diff(want(map[string]int{}, map[string]int{f.tenantID: 1}), round(1, 0)); diff != "" {
-		t.Errorf("EagerBatch -1 (-want +got):\n%s", diff)
-	}
-}
-
-// TestDispatcherNotEagerAfterFailure: after a failed start, the next
-// round starts through the task queue (a start whose answer was lost would
+// TestDispatcherNotEagerAfterFailure: starts are eager; after a failed
+// start, the next round starts through the task queue (a start whose answer was lost would
 // leave an eager task waiting for its timeout); once a round starts
 // cleanly, starts are eager again.
 func TestDispatcherNotEagerAfterFailure(t *testing.T) {

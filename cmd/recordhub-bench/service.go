@@ -338,27 +338,15 @@ func (s *service) call(ctx context.Context, method, path, key string, in, out an
 
 // metric reads one unlabelled sample from /metrics.
 func (s *service) metric(ctx context.Context, name string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url("/metrics"), nil)
+	m, err := s.scrape(ctx)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("scrape metrics: %w", err)
+	v, ok := m[name]
+	if !ok {
+		return 0, fmt.Errorf("metric %s not found", name)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		v, ok := strings.CutPrefix(sc.Text(), name+" ")
-		if ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("scrape metrics: %w", err)
-	}
-	return 0, fmt.Errorf("metric %s not found", name)
+	return v, nil
 }
 
 // drainAccessLogs waits until the access-log queue is empty, so that a

@@ -75,45 +75,6 @@ func (r *receiver) received() []received {
 	return append([]received(nil), r.got...)
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// webhookConfig is a role-all service with the embedded Temporal server on
-// free ports, fast retries, and loopback receivers allowed.
-func webhookConfig(t *testing.T, d models.Dialect) Config {
-	t.Helper()
-	cfg := testConfig(t, d)
-	cfg.BootstrapAdminKey = "rh_e2e_" + strings.Repeat("a", 30)
-	cfg.WebhookRetryInitial = 200 * time.Millisecond
-	cfg.WebhookRetryMaxInterval = time.Second
-	cfg.WebhookTimeout = 5 * time.Second
-	cfg.WebhookAllowCIDRs = []string{"127.0.0.0/8"}
-	return cfg
-}
-
-func jsonCall(t *testing.T, method, url, key string, body any) map[string]any {
-	t.Helper()
-	var s string
-	if body != nil {
-		b, _ := json.Marshal(body)
-		s = string(b)
-	}
-	st, m := call(t, method, url, key, s)
-	if st >= 300 {
-		t.Fatalf("%s %s: %d %v", method, url, st, m)
-	}
-	return m
-}
-
 func TestWebhooksEndToEnd(t *testing.T) {
 	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) {
