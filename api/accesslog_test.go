@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -631,5 +632,94 @@ func TestBadBytesInURLs(t *testing.T) {
 			}
 			return true
 		})
+	})
+}
+
+// An inbound webhook's token is a credential: whatever route a request to
+// an inbound URL matched, or none, its access-log row keeps only the
+// token's first characters.
+func TestInboundTokensStayOutOfAccessLogs(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		db := storetest.NewDB(t, d)
+		e := newEnvOn(t, db.Open(t, models.Options{}))
+		h := e.configureInbound("orders", orderConfig(nil))
+		tok := h.token
+		kept := "/api/webhooks/orders/" + tok[:6] + "…"
+		var everyByte strings.Builder
+		for i := range len(tok) {
+			fmt.Fprintf(&everyByte, "%%%02X", tok[i])
+		}
+		cases := []struct {
+			method, path string
+			logged       string // the path logged; "" when not logged
+		}{
+			{"POST", h.path, kept},
+			{"GET", h.path, kept},
+			{"PUT", h.path, kept},
+			{"DELETE", h.path, kept},
+			{"GET", h.path + "/", kept},
+			{"POST", h.path + "/", kept}, // redirected to h.path, which is logged
+			{"POST", h.path + "/x/y", kept},
+			{"POST", h.path + ";x", kept},
+			{"POST", h.path + "?token=" + tok, kept},
+			{"POST", "/api/webhooks/orders//" + tok, kept},
+			{"POST", "/api//webhooks/orders/" + tok, kept},
+			{"POST", "/api/webhooks/orders/" + everyByte.String(), kept},
+			{"GET", "/api/webhooks/orders%2F" + tok, kept},
+			{"POST", "/api/webhooks%252Forders%252F" + tok, kept},
+			{"POST", "/api/WEBHOOKS/orders/" + tok, "/api/WEBHOOKS/orders/" + tok[:6] + "…"},
+			{"POST", "/api/./webhooks/orders/" + tok, "/api/./webhooks/orders/" + tok[:6] + "…"},
+			{"POST", "/api/webhooks/Orders/" + tok, "/api/webhooks/Orders…"},
+			{"POST", "/api/webhooks/" + tok, "/api/webhooks/" + tok[:6] + "…"},
+			{"POST", "//api/webhooks/orders/" + tok, ""},
+		}
+		run := limiterPrefix()[5:17]
+		want := map[string]string{}
+		for i, c := range cases {
+			rid := fmt.Sprintf("tok-%s-%d", run, i)
+			e.call(c.method, c.path, "", `{"order":{"id":"T"}}`, "X-Request-Id", rid)
+			if c.logged != "" {
+				want[rid] = c.logged
+			}
+		}
+		// A last call that is logged, to know the others had their turn.
+		sentinel := e.call("GET", "/api/admin/modules", e.admin, nil).want(200).header.Get("X-Request-Id")
+		e.flushLogs()
+
+		sqlDB := db.SQL(t)
+		got := map[string]string{}
+		pollUntil(t, logVisibleWithin, "every call in the access log", func() bool {
+			rows, err := sqlDB.Query("SELECT request_id, path, route FROM access_logs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			clear(got)
+			for rows.Next() {
+				var rid, path, route string
+				if err := rows.Scan(&rid, &path, &route); err != nil {
+					t.Fatal(err)
+				}
+				got[rid] = path
+				if strings.Contains(path, tok[6:]) || strings.Contains(route, tok[6:]) {
+					t.Errorf("request %s logged with the token: path %q, route %q", rid, path, route)
+				}
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			_, done := got[sentinel]
+			for rid := range want {
+				_, ok := got[rid]
+				done = done && ok
+			}
+			return done
+		})
+		for i, c := range cases {
+			rid := fmt.Sprintf("tok-%s-%d", run, i)
+			if path, ok := got[rid]; ok != (c.logged != "") || path != c.logged {
+				t.Errorf("%s %s logged as %q (logged: %v), want %q", c.method, c.path, path, ok, c.logged)
+			}
+		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -54,21 +55,78 @@ var errTooLarge = &models.Error{Kind: models.KindTooLarge, Message: fmt.Sprintf(
 var errNotJSON = &models.Error{Kind: models.KindUnsupportedType, Message: "the body must be JSON, sent with Content-Type: application/json"}
 
 // readBody reads the request body, at most MaxBodyBytes of it. When the
-// body is larger it returns what it read and errTooLarge.
+// body is larger it returns what it read and errTooLarge, and the rest of
+// the body is drained after the answer (lingerAfterTooLarge).
 func readBody(c *gin.Context) ([]byte, error) {
 	r := c.Request
 	if r.ContentLength > MaxBodyBytes {
+		// A client waiting for 100 Continue has sent none of the body:
+		// it reads the 413 at once, and there is nothing to drain.
+		expectsContinue := strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+		refuseTooLarge(c, !expectsContinue && r.ContentLength <= lingerMaxBytes)
 		return nil, errTooLarge
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
+			refuseTooLarge(c, true)
 			return body, errTooLarge
 		}
 		return body, invalid("the body could not be read")
 	}
 	return body, nil
+}
+
+// Bounds of the drain after a 413 (lingerAfterTooLarge), as nginx's
+// lingering close: enough for the bodies that common clients send whole
+// before they read an answer, a little more than a few seconds' upload of
+// one, and small against what an attacker could make the server read anyway.
+const (
+	lingerMaxBytes = 8 << 20
+	lingerTimeout  = 5 * time.Second
+)
+
+// lingerKey marks a request whose unread body is drained after its 413.
+const lingerKey = "recordhub.linger"
+
+// refuseTooLarge prepares the 413 of a body over MaxBodyBytes: the
+// connection is closed after the answer, and with drain set, the rest of
+// the body is read and discarded first.
+//
+// Without this, net/http (which discards at most 256 KiB of an unread
+// body) closes the connection while the client is still sending, and the
+// client's next write meets a reset: clients that send the whole body
+// before reading the answer (Python's http.client, urllib, requests) never
+// see the 413.
+func refuseTooLarge(c *gin.Context, drain bool) {
+	c.Header("Connection", "close")
+	if !drain {
+		return
+	}
+	// Read the body after the answer is written, instead of net/http's
+	// discard before it.
+	if err := http.NewResponseController(c.Writer).EnableFullDuplex(); err != nil {
+		return // HTTP/2 and wrapped writers: net/http's own handling
+	}
+	c.Set(lingerKey, true)
+}
+
+// lingerAfterTooLarge is middleware: after a 413 set up by refuseTooLarge
+// it sends the answer, then reads and discards the rest of the body, up to
+// lingerMaxBytes or for lingerTimeout, whichever comes first, so that the
+// client has sent its body and read the answer before the connection
+// closes. It runs outside the metrics and the access log: the drain is not
+// the request's latency.
+func lingerAfterTooLarge(c *gin.Context) {
+	c.Next()
+	if !c.GetBool(lingerKey) {
+		return
+	}
+	c.Writer.Flush()
+	rc := http.NewResponseController(c.Writer)
+	_ = rc.SetReadDeadline(time.Now().Add(lingerTimeout))
+	_, _ = io.CopyN(io.Discard, c.Request.Body, lingerMaxBytes)
 }
 
 func isJSONType(ct string) bool {

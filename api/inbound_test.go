@@ -18,6 +18,7 @@ import (
 
 	"github.com/recordhub/recordhub/api"
 	"github.com/recordhub/recordhub/api/inbound"
+	"github.com/recordhub/recordhub/api/ratelimit"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
@@ -412,7 +413,8 @@ func TestInboundRateLimit(t *testing.T) {
 		h := a.configureInbound("orders", cfg)
 		statuses := map[int]int{}
 		var last *resp
-		for i := range models.InboundRateLimit + 2 {
+		start := time.Now()
+		for i := 0; statuses[429] < 2 && i < 2*models.InboundRateLimit; i++ {
 			e := a
 			if i%2 == 1 {
 				e = b
@@ -420,8 +422,11 @@ func TestInboundRateLimit(t *testing.T) {
 			last = e.call("POST", h.path, "", `{"order":{"id":"R"}}`)
 			statuses[last.status]++
 		}
-		if diff := cmp.Diff(map[int]int{202: models.InboundRateLimit, 429: 2}, statuses); diff != "" {
-			t.Errorf("statuses (-want +got):\n%s", diff)
+		// The budget refills a call a second (Redis keeps the time): a slow
+		// run sees as many more calls pass.
+		refills := int(time.Since(start) / (time.Minute / models.InboundRateLimit))
+		if accepted := statuses[202]; accepted < models.InboundRateLimit || accepted > models.InboundRateLimit+refills || len(statuses) != 2 {
+			t.Errorf("statuses %v, want %d to %d calls accepted, then 429", statuses, models.InboundRateLimit, models.InboundRateLimit+refills)
 		}
 		var body struct {
 			Error      string `json:"error"`
@@ -670,5 +675,160 @@ func TestInboundReplayAfterTheMappingIsFixed(t *testing.T) {
 		e.call("POST", base+"ibe_nosuch/replay", e.admin, nil).want(404)
 		other := newEnvOn(t, e.store)
 		other.call("POST", base+refused.ID+"/replay", other.admin, nil).want(404)
+	})
+}
+
+// A signed call's delivery id comes from what its signature covers
+// (Standard Webhooks' webhook-id, else the signed body): a captured call
+// sent again with fresh unsigned ids is a duplicate, and a new signed call
+// carrying an earlier call's unsigned ids is applied.
+func TestInboundSignedCallsDedupeOnSignedMaterial(t *testing.T) {
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	schemes := []struct {
+		scheme string
+		sign   func(id, body string) []string
+	}{
+		{"sha256", func(_, body string) []string {
+			return []string{"X-Webhook-Signature", "sha256=" + hexMAC(inboundSecret, body)}
+		}},
+		{"github", func(_, body string) []string {
+			return []string{"X-Hub-Signature-256", "sha256=" + hexMAC(inboundSecret, body)}
+		}},
+		{"standard_webhooks", func(id, body string) []string {
+			mac := hmac.New(sha256.New, []byte(inboundSecret))
+			mac.Write([]byte(id + "." + ts + "." + body))
+			return []string{"webhook-id", id, "webhook-timestamp", ts, "webhook-signature", "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))}
+		}},
+	}
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		for _, sc := range schemes {
+			t.Run(sc.scheme, func(t *testing.T) {
+				e := e.on(t)
+				cfg := orderConfig(map[string]any{"secret": inboundSecret, "signature_scheme": sc.scheme})
+				cfg["match_fields"] = []string{} // every applied call creates
+				h := e.configureInbound(strings.ReplaceAll(sc.scheme, "_", "-"), cfg)
+				send := func(id, body string, unsigned ...string) *resp {
+					t.Helper()
+					return e.call("POST", h.path, "", body, append(sc.sign(id, body), unsigned...)...)
+				}
+				records := func() float64 {
+					t.Helper()
+					return e.call("GET", "/api/modules/"+h.moduleID+"/records", e.admin, nil).want(200).json()["total"].(float64)
+				}
+
+				first := send("msg_1", `{"order":{"id":"S-1"}}`, "Idempotency-Key", "key-1", "X-GitHub-Delivery", "gh-1").want(202)
+				for _, unsigned := range [][]string{
+					{"Idempotency-Key", "key-2"},
+					{"X-GitHub-Delivery", "gh-2"},
+					{"Idempotency-Key", "key-3", "X-GitHub-Delivery", "gh-3"},
+					nil,
+				} {
+					replay := send("msg_1", `{"order":{"id":"S-1"}}`, unsigned...).want(202)
+					if diff := cmp.Diff(first.json(), replay.json()); diff != "" || replay.header.Get("Idempotent-Replayed") != "true" {
+						t.Errorf("captured call replayed with %v (-first +replay):\n%s; Idempotent-Replayed %q", unsigned, diff, replay.header.Get("Idempotent-Replayed"))
+					}
+				}
+				if got := records(); got != 1 {
+					t.Errorf("%v records after replays of one signed call, want 1", got)
+				}
+
+				// Another signed call with the first call's unsigned ids.
+				other := send("msg_2", `{"order":{"id":"S-2"}}`, "Idempotency-Key", "key-1", "X-GitHub-Delivery", "gh-1").want(202)
+				if other.json()["action"] != "created" || other.header.Get("Idempotent-Replayed") != "" {
+					t.Errorf("a new signed call with an earlier call's Idempotency-Key answered %s, %v", other.body, other.header)
+				}
+				wantRecords := 2.0
+				if sc.scheme == "standard_webhooks" {
+					// webhook-id is signed: the same body under a new id is a new message.
+					send("msg_3", `{"order":{"id":"S-1"}}`).want(202)
+					wantRecords++
+				}
+				if got := records(); got != wantRecords {
+					t.Errorf("%v records, want %v", got, wantRecords)
+				}
+				for _, ev := range e.inboundEvents(h.moduleID) {
+					if ev.DeliveryID == nil || strings.HasPrefix(*ev.DeliveryID, "key-") || strings.HasPrefix(*ev.DeliveryID, "gh-") {
+						t.Errorf("event %s kept delivery id %v, want the signed one", ev.ID, deref(ev.DeliveryID))
+					}
+				}
+			})
+		}
+	})
+}
+
+// Calls whose signature fails are charged to a budget of their own, per
+// source address: a flood of forgeries neither locks the sender out nor
+// spends its 60 calls a minute.
+func TestInboundForgedCallsHaveTheirOwnBudget(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		// A stopped clock: no budget refills while the test runs.
+		frozen := time.Now()
+		e := newEnv(t, d, withLimiter(ratelimit.NewMemory(func() time.Time { return frozen })))
+		cfg := orderConfig(map[string]any{"secret": inboundSecret})
+		cfg["match_fields"] = []string{}
+		h := e.configureInbound("orders", cfg)
+		body := `{"order":{"id":"F-1"}}`
+		signed := func(path string) *resp {
+			t.Helper()
+			return e.call("POST", path, "", body, "X-Webhook-Signature", "sha256="+hexMAC(inboundSecret, body))
+		}
+		forgeries := [][]string{
+			{"X-Webhook-Signature", "sha256=" + hexMAC("not-the-secret-0123456789", body)}, // refused once the body is read
+			{"X-Webhook-Signature", ""},          // refused on its headers alone
+			{"X-Webhook-Signature", "sha256=zz"}, // likewise
+		}
+		statuses := map[int]int{}
+		for i := range models.InboundRateLimit + 3 {
+			statuses[e.call("POST", h.path, "", body, forgeries[i%len(forgeries)]...).status]++
+		}
+		if diff := cmp.Diff(map[int]int{401: models.InboundRateLimit, 429: 3}, statuses); diff != "" {
+			t.Errorf("statuses of forged calls (-want +got):\n%s", diff)
+		}
+
+		// The sender's budget is whole.
+		r := signed(h.path).want(202)
+		if got, want := r.header.Get("X-RateLimit-Remaining"), strconv.Itoa(models.InboundRateLimit-1); got != want {
+			t.Errorf("X-RateLimit-Remaining after the forgeries and one signed call: %s, want %s", got, want)
+		}
+		var refused, limited int
+		for _, ev := range e.inboundEvents(h.moduleID) {
+			switch ev.Status {
+			case 401:
+				refused++
+				if ev.Body != body {
+					t.Errorf("refused forgery kept body %q, want the body", ev.Body)
+				}
+			case 429:
+				limited++
+				if ev.Body != "" || !ev.BodyTruncated || ev.Error == nil || ev.Error.Code != "rate_limited" || ev.DeliveryID != nil {
+					t.Errorf("rate-limited forgery kept as %+v, want no body and rate_limited", ev)
+				}
+			}
+		}
+		if refused != models.InboundRateLimit || limited != 3 {
+			t.Errorf("kept %d refused and %d rate-limited forgeries, want %d and 3", refused, limited, models.InboundRateLimit)
+		}
+
+		// A new token: the old URL names nothing, and both budgets stay the
+		// webhook's.
+		rotated := e.call("POST", "/api/admin/modules/"+h.moduleID+"/inbound-webhook/rotate-token", e.admin, nil).want(200).json()
+		newPath := mustPath(t, rotated["url"])
+		signed(h.path).want(404)
+		e.call("POST", newPath, "", body, forgeries[0]...).want(429)
+		accepted := 1
+		for range models.InboundRateLimit {
+			r := signed(newPath)
+			if r.status != 202 {
+				if r.status != 429 {
+					t.Fatalf("signed call answered %d %s", r.status, r.body)
+				}
+				break
+			}
+			accepted++
+		}
+		if accepted != models.InboundRateLimit {
+			t.Errorf("%d signed calls accepted, want the sender's %d", accepted, models.InboundRateLimit)
+		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -309,8 +310,8 @@ func TestKeyCRUD(t *testing.T) {
 		if diff := cmp.Diff(want, withoutKey(created, "key"), ignoreTimes, sameInstant); diff != "" {
 			t.Errorf("created key (-want +got):\n%s", diff)
 		}
-		e.call("GET", "/api/modules", secret, nil).want(200)
-
+		// Read before the key is first used: the access log moves
+		// last_used_at whenever its flush runs after a use.
 		got := e.call("GET", "/api/admin/keys/"+id, e.admin, nil).want(200).json()
 		if _, ok := got["key"]; ok {
 			t.Errorf("GET returned the secret: %v", got)
@@ -318,6 +319,7 @@ func TestKeyCRUD(t *testing.T) {
 		if diff := cmp.Diff(want, got, ignoreTimes, sameInstant); diff != "" {
 			t.Errorf("read key (-want +got):\n%s", diff)
 		}
+		e.call("GET", "/api/modules", secret, nil).want(200)
 
 		var page struct {
 			Data  []map[string]any `json:"data"`
@@ -562,6 +564,78 @@ func TestKeyOfAnotherTenantIsNotFound(t *testing.T) {
 		theirs.waitForLogs(theirLogs, 1)
 		if got := mine.accessLogs(theirLogs); got.Total != 0 || len(got.Data) != 0 {
 			t.Errorf("another tenant's access logs are listed: %+v", got)
+		}
+	})
+}
+
+// A tenant keeps at least one live admin key: the last one can be neither
+// demoted nor revoked through the API (409), so a tenant cannot lock itself
+// out; once another admin key exists, either may go.
+func TestLastAdminKeyStays(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		clock := storetest.NewClock()
+		e := newEnvOn(t, storetest.OpenWithClock(t, d, clock.Now))
+		var page struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		e.call("GET", "/api/admin/keys", e.admin, nil).want(200).decode(&page)
+		if len(page.Data) != 1 {
+			t.Fatalf("want the tenant's one admin key, got %+v", page.Data)
+		}
+		first := page.Data[0].ID
+
+		// An admin key that has expired does not count as one left.
+		e.createKey(map[string]any{"admin": true, "expires_at": clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+		clock.Advance(2 * time.Hour)
+		revoked, _ := e.createKey(map[string]any{"admin": true})
+		e.call("DELETE", "/api/admin/keys/"+revoked, e.admin, nil).want(200)
+
+		body := wantErrorBody(t, e.call("DELETE", "/api/admin/keys/"+first, e.admin, nil).want(409), "conflict")
+		if msg, _ := body["message"].(string); !strings.Contains(msg, "last admin key") {
+			t.Errorf("revoking the last admin key: message %q, want it to say why", msg)
+		}
+		wantErrorBody(t, e.call("PATCH", "/api/admin/keys/"+first, e.admin, map[string]any{"admin": false}).want(409), "conflict")
+		got := e.call("GET", "/api/admin/keys/"+first, e.admin, nil).want(200).json()
+		if got["admin"] != true || got["revoked_at"] != nil {
+			t.Errorf("the refused changes changed the key: %v", got)
+		}
+		// Other changes to the last admin key are fine.
+		e.call("PATCH", "/api/admin/keys/"+first, e.admin, map[string]any{"name": "still admin", "admin": true}).want(200)
+
+		second, secondSecret := e.createKey(map[string]any{"admin": true})
+		e.call("PATCH", "/api/admin/keys/"+first, e.admin, map[string]any{"admin": false}).want(200)
+		// Now second is the last one, whoever asks.
+		wantErrorBody(t, e.call("DELETE", "/api/admin/keys/"+second, secondSecret, nil).want(409), "conflict")
+		e.call("PATCH", "/api/admin/keys/"+first, secondSecret, map[string]any{"admin": true}).want(200)
+		e.call("DELETE", "/api/admin/keys/"+second, e.admin, nil).want(200)
+
+		// Two admins revoking each other at once: one of them stays.
+		for range 5 {
+			a, aSecret := e.createKey(map[string]any{"admin": true})
+			b, bSecret := e.createKey(map[string]any{"admin": true})
+			e.call("DELETE", "/api/admin/keys/"+first, aSecret, nil).want(200)
+			statuses := make(chan int, 2)
+			go func() { statuses <- e.call("DELETE", "/api/admin/keys/"+b, aSecret, nil).status }()
+			go func() { statuses <- e.call("DELETE", "/api/admin/keys/"+a, bSecret, nil).status }()
+			// The loser answers 409, or 401 when the winner's revoke came
+			// before it authenticated; either way exactly one admin is left.
+			got := []int{<-statuses, <-statuses}
+			slices.Sort(got)
+			if got[0] != http.StatusOK || (got[1] != http.StatusConflict && got[1] != http.StatusUnauthorized) {
+				t.Fatalf("two admins revoking each other answered %v, want one 200 and one 409 or 401", got)
+			}
+			aLive := e.call("GET", "/api/admin/keys", aSecret, nil).status == http.StatusOK
+			bLive := e.call("GET", "/api/admin/keys", bSecret, nil).status == http.StatusOK
+			if aLive == bLive {
+				t.Fatalf("after revoking each other: a live %v, b live %v; want exactly one", aLive, bLive)
+			}
+			first, e.admin = a, aSecret
+			if bLive {
+				first, e.admin = b, bSecret
+			}
+			e.call("GET", "/api/admin/keys", e.admin, nil).want(200)
 		}
 	})
 }

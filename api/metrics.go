@@ -1,6 +1,7 @@
 package api
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -38,7 +39,23 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
+// observe counts one request. route is the matched route pattern, or one
+// shared value for every unmatched path; method is the request's own, which
+// any caller may invent, so it is reduced to a fixed set by methodLabel.
 func (m *metrics) observe(method, route string, status int, elapsed time.Duration) {
+	method = methodLabel(method)
 	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.latency.WithLabelValues(route, method).Observe(elapsed.Seconds())
+}
+
+// methodLabel returns method when it is one of the standard HTTP methods
+// (RFC 9110 and PATCH), else "other", so that invented methods cannot make
+// new series.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "other"
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,12 +84,8 @@ func (s *Server) observe(c *gin.Context) {
 		return
 	}
 	cl := callOf(c)
-	path := c.Request.URL.Path
-	if route == inboundRoute {
-		// The token is a credential: the log keeps enough to tell tokens apart.
-		token := c.Param("token")
-		path = "/api/webhooks/" + c.Param("moduleSlug") + "/" + token[:min(len(token), 6)] + "…"
-	}
+	// The query string is not logged: only the path, without tokens.
+	path := redactInboundPath(c.Request.URL.Path)
 	s.logs.Enqueue(models.AccessLog{
 		ID:         models.NewID(models.PrefixAccessLog),
 		TenantID:   optional(cl.tenantID),
@@ -103,6 +101,78 @@ func (s *Server) observe(c *gin.Context) {
 		RequestID:  cl.requestID,
 		CreatedAt:  start.UTC().Truncate(time.Microsecond),
 	})
+}
+
+// redactInboundPath keeps inbound webhook tokens, which are credentials,
+// out of a logged path, whatever route the request matched: another method,
+// a trailing slash or extra segments, repeated slashes, dot segments, other
+// case or percent-encoding once more all name no route, and would be
+// logged as sent. A path with a "webhooks" segment, so spelled, keeps the
+// segments before it, the module slug (a segment that is not slug-shaped
+// is cut like the token) and the token's first 6 characters, enough to
+// tell tokens apart; later segments are dropped. Other paths are kept.
+func redactInboundPath(p string) string {
+	norm := p
+	for range 3 {
+		u, err := url.PathUnescape(norm)
+		if err != nil || u == norm {
+			break
+		}
+		norm = u
+	}
+	segs := strings.FieldsFunc(norm, func(r rune) bool { return r == '/' || r == '\\' })
+	i := slices.IndexFunc(segs, isWebhooksSegment)
+	if i < 0 {
+		return p
+	}
+	out := segs[:i+1]
+	if rest := segs[i+1:]; len(rest) > 0 {
+		if slug := rest[0]; len(rest) > 1 && slugShaped(slug) {
+			out = append(out, slug)
+			rest = rest[1:]
+		}
+		out = append(out, firstChars(rest[0], 6)+"…")
+	}
+	return "/" + strings.Join(out, "/")
+}
+
+// isWebhooksSegment reports whether seg is "webhooks" in any case, or
+// starts with it and goes on with what no slug holds ("webhooks;x").
+func isWebhooksSegment(seg string) bool {
+	const w = "webhooks"
+	if len(seg) < len(w) || !strings.EqualFold(seg[:len(w)], w) {
+		return false
+	}
+	return len(seg) == len(w) || !isSlugByte(seg[len(w)])
+}
+
+// slugShaped reports whether s could be a module slug (models' rule: 1-63
+// of a-z, 0-9, '-' and '_', not starting with either of those two).
+func slugShaped(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[0] == '_' {
+		return false
+	}
+	for i := range len(s) {
+		if !isSlugByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isSlugByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '_'
+}
+
+// firstChars returns the first n characters of s.
+func firstChars(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }
 
 func optional(s string) *string {

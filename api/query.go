@@ -1,6 +1,7 @@
 package api
 
 import (
+	"regexp"
 	"strconv"
 	"time"
 
@@ -50,6 +51,36 @@ func timeParam(c *gin.Context, name string) (*time.Time, error) {
 		return nil, invalid("%s must be an RFC 3339 date-time", name)
 	}
 	return &t, nil
+}
+
+// Number filters take a JSON number literal (RFC 8259) and nothing else:
+// no NaN or Infinity, hex, underscores, leading '+' or zeros, bare '.' or
+// spaces, which strconv would take and PostgreSQL would not. Integer
+// filters take an integer literal within int64.
+var (
+	jsonNumber  = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`)
+	jsonInteger = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)$`)
+)
+
+// filterValue converts the value of filter[<field>] to the value the field
+// must equal, refusing a number or integer that is not written as above
+// before any SQL is built.
+func filterValue(f models.Field, raw string) (any, error) {
+	switch f.Type {
+	case models.TypeInteger:
+		if !jsonInteger.MatchString(raw) {
+			return nil, invalid("filter[%s] must be an integer written in decimal digits, such as 42 or -7", f.Name)
+		}
+	case models.TypeNumber:
+		if !jsonNumber.MatchString(raw) {
+			return nil, invalid("filter[%s] must be a JSON number, such as 42, -0.5 or 1.5e3", f.Name)
+		}
+	}
+	v, err := f.FilterValue(raw)
+	if err != nil {
+		return nil, invalid("%s", err.Error())
+	}
+	return v, nil
 }
 
 // list is the envelope of every list response.

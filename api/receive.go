@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"unicode/utf8"
 
@@ -31,11 +32,19 @@ type inboundAnswer struct {
 
 // receiveInbound is the public inbound webhook. Checks run cheapest and
 // least revealing first: the URL (one answer for every wrong slug or
-// token), the webhook's rate limit, the body's size, whether the webhook
-// is enabled, the content type, the signature, the JSON; then the mapping.
-// Every call that names a webhook is kept as an inbound event, whatever
-// its outcome, before the answer is sent. A call that repeats an applied
-// call's delivery id is answered as that call was, and applied once.
+// token), the rate limit, the body's size, whether the webhook is enabled,
+// the content type, the signature, the JSON; then the mapping. Every call
+// that names a webhook is kept as an inbound event, whatever its outcome,
+// before the answer is sent. A call that repeats an applied call's
+// delivery id is answered as that call was, and applied once.
+//
+// The webhook's budget of InboundRateLimit calls a minute belongs to its
+// sender: when the webhook has a secret, only calls whose signature
+// verifies are charged to it, after the body is read. Every other call is
+// charged to a budget of its own per webhook and source address
+// (unverifiedBudget), before the body is read when its signature headers
+// alone already fail, so that a flood of forged calls neither locks the
+// sender out nor costs a body read once that budget is spent.
 func (s *Server) receiveInbound(c *gin.Context) {
 	w, err := s.store.LookupInbound(c.Request.Context(), c.Param("moduleSlug"), c.Param("token"))
 	if err != nil {
@@ -49,38 +58,76 @@ func (s *Server) receiveInbound(c *gin.Context) {
 	cl.tenantID, cl.moduleID = w.TenantID, w.ModuleID
 	// The call is processed and kept even if its sender hangs up.
 	ctx := context.WithoutCancel(c.Request.Context())
+	h, now := c.Request.Header, s.now()
 	ev := &models.InboundEvent{
 		ID: models.NewID(models.PrefixInboundEvent), TenantID: w.TenantID, ModuleID: w.ModuleID, WebhookID: w.ID,
-		RequestID: cl.requestID, Headers: keptHeadersOf(c.Request.Header), IP: c.ClientIP(), ReceivedAt: s.now().UTC(),
-		DeliveryID: deliveryIDOf(c.Request.Header),
+		RequestID: cl.requestID, Headers: keptHeadersOf(h), IP: c.ClientIP(), ReceivedAt: now.UTC(),
+	}
+	senderBudget, unverifiedBudget := "inbound:"+w.ID, "inbound-unverified:"+w.ID+":"+sourceOf(c.ClientIP())
+
+	scheme, _ := inbound.ParseScheme(w.SignatureScheme)
+	secret, signed, sigErr := s.store.InboundSecret(w)
+	signed = signed || sigErr != nil // a secret that cannot be read still requires a signature
+	if signed && sigErr == nil {
+		sigErr = inbound.CheckHeaders(scheme, h, now)
+	}
+	// Known before the body is read: a webhook without a secret (every
+	// call is its sender's), or a call whose signature headers already fail.
+	if !signed || sigErr != nil {
+		budget := senderBudget
+		if signed {
+			budget = unverifiedBudget
+		}
+		if !s.allowInbound(ctx, c, ev, budget, false) {
+			return
+		}
+	}
+	if !signed {
+		// Nothing is signed: the sender's own delivery id (Idempotency-Key,
+		// say) is all there is to dedupe on.
+		ev.DeliveryID = deliveryIDOf(h)
 	}
 
-	res, err := s.limiter.Allow(ctx, "inbound:"+w.ID, models.InboundRateLimit)
-	if err != nil {
-		s.metrics.limiterErrors.Inc()
-		s.log.WarnContext(ctx, "rate limiter failed; letting the request through", "request_id", cl.requestID, "error", err)
-	} else if !s.applyLimit(c, res) {
-		// The body is not read: a flood must cost as little as possible.
-		ev.BodyTruncated, ev.BodySize = c.Request.ContentLength != 0, max(0, int(c.Request.ContentLength))
-		ev.SetError(http.StatusTooManyRequests, codeRateLimited, "rate limit exceeded; the body was not read", nil)
-		s.keepInbound(ctx, c, ev)
-		return
-	}
-
-	body, err := readBody(c)
+	body, bodyErr := readBody(c)
 	ev.Body, ev.BodySize = string(body), len(body)
-	if err != nil {
+	if bodyErr != nil {
 		ev.BodyTruncated = true
 		ev.BodySize = max(len(body), int(c.Request.ContentLength))
 	}
+	if signed && sigErr == nil {
+		// Not charged yet: the headers looked right, and only the body
+		// tells a forgery. A body that could not be read whole cannot be
+		// verified.
+		if bodyErr == nil {
+			sigErr = inbound.Verify(scheme, secret, h, body, now)
+		} else {
+			sigErr = &inbound.Error{Message: "the body could not be verified"}
+		}
+		budget := senderBudget
+		if sigErr != nil {
+			budget = unverifiedBudget
+		}
+		if !s.allowInbound(ctx, c, ev, budget, true) {
+			return
+		}
+		if sigErr == nil {
+			id := inbound.MessageID(scheme, h, body)
+			ev.DeliveryID = &id
+		}
+	}
+
+	err = bodyErr
 	if err == nil && !w.Enabled {
 		err = errInboundDisabled
 	}
-	if err == nil && !isJSONType(c.Request.Header.Get("Content-Type")) {
+	if err == nil && !isJSONType(h.Get("Content-Type")) {
 		err = errNotJSON
 	}
-	if err == nil {
-		err = s.verifyInbound(w, c.Request.Header, body)
+	if err == nil && sigErr != nil {
+		err = sigErr
+		if ie := (*inbound.Error)(nil); errors.As(sigErr, &ie) {
+			err = &models.Error{Kind: models.KindInvalidSignature, Message: ie.Message}
+		}
 	}
 	var payload any
 	if err == nil {
@@ -104,9 +151,50 @@ func (s *Server) receiveInbound(c *gin.Context) {
 	c.JSON(http.StatusAccepted, inboundAnswer{RecordID: *ev.RecordID, Action: *ev.Action})
 }
 
+// allowInbound charges one call to budget. When the budget is spent it
+// keeps the call, without its body, answers 429 and returns false. When the
+// limiter itself fails the call passes, as elsewhere.
+func (s *Server) allowInbound(ctx context.Context, c *gin.Context, ev *models.InboundEvent, budget string, read bool) bool {
+	res, err := s.limiter.Allow(ctx, budget, models.InboundRateLimit)
+	if err != nil {
+		s.metrics.limiterErrors.Inc()
+		s.log.WarnContext(ctx, "rate limiter failed; letting the request through", "request_id", requestID(c), "error", err)
+		return true
+	}
+	if s.applyLimit(c, res) {
+		return true
+	}
+	msg := "rate limit exceeded; the body was not kept"
+	if !read {
+		// The body is not read: a flood must cost as little as possible.
+		msg = "rate limit exceeded; the body was not read"
+		ev.BodySize = max(0, int(c.Request.ContentLength))
+	}
+	// A flood's bodies are not worth keeping either.
+	ev.Body, ev.BodyTruncated = "", ev.BodySize != 0 || (!read && c.Request.ContentLength != 0)
+	ev.SetError(http.StatusTooManyRequests, codeRateLimited, msg, nil)
+	s.keepInbound(ctx, c, ev)
+	return false
+}
+
+// sourceOf is the source an unverified call is counted against: its
+// address, or for IPv6 its /64, which one host usually holds whole and
+// could otherwise spread a flood over.
+func sourceOf(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		return ip
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}
+
 // deliveryHeaders carry a sender's id of a call, which stays the same when
 // the sender retries it: a generic idempotency key, Standard Webhooks' (and
-// recordhub's own) message id, GitHub's delivery id.
+// recordhub's own) message id, GitHub's delivery id. None of them is signed
+// by the sha256 and github schemes, and anybody replaying a captured call
+// can change them: they are used only by webhooks without a secret; a
+// signed call's id is inbound.MessageID.
 var deliveryHeaders = []string{"Idempotency-Key", "Webhook-Id", "X-GitHub-Delivery"}
 
 // deliveryIDOf returns the first usable delivery id the call carries.
@@ -125,19 +213,6 @@ var (
 	errNoInbound       = &models.Error{Kind: models.KindNotFound, Message: "no inbound webhook at this URL"}
 	errInboundDisabled = &models.Error{Kind: models.KindNotFound, Message: "this inbound webhook is disabled"}
 )
-
-// verifyInbound checks the call's signature when the webhook has a secret.
-func (s *Server) verifyInbound(w *models.InboundWebhook, h http.Header, body []byte) error {
-	secret, ok, err := s.store.InboundSecret(w)
-	if err != nil || !ok {
-		return err
-	}
-	scheme, _ := inbound.ParseScheme(w.SignatureScheme)
-	if err := inbound.Verify(scheme, secret, h, body, s.now()); err != nil {
-		return &models.Error{Kind: models.KindInvalidSignature, Message: err.Error()}
-	}
-	return nil
-}
 
 // decodePayload decodes an inbound body: one JSON object or array, numbers
 // kept exact.

@@ -94,9 +94,9 @@ func (s *Server) listRecords(c *gin.Context) {
 			s.fail(c, invalid("%s: the module has no field %q", param, name))
 			return
 		}
-		v, err := f.FilterValue(values[0])
+		v, err := filterValue(f, values[0])
 		if err != nil {
-			s.fail(c, invalid("%s", err.Error()))
+			s.fail(c, err)
 			return
 		}
 		if q.Filters == nil {

@@ -111,7 +111,7 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	// Clients are identified by the connection's address; forwarded-for
 	// headers are not trusted unless a deployment puts a known proxy in front.
 	_ = r.SetTrustedProxies(nil)
-	r.Use(s.requestID, s.observe, s.recover)
+	r.Use(s.requestID, lingerAfterTooLarge, s.observe, s.recover)
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)

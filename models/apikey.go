@@ -203,13 +203,18 @@ func (s *Store) UpdateKey(ctx context.Context, tenantID, id string, in KeyInput)
 	if len(errs) > 0 {
 		return nil, ValidationError(errs)
 	}
-	return s.changeKey(ctx, tenantID, id, func(k *APIKey) (map[string]any, error) {
+	return s.changeKey(ctx, tenantID, id, func(tx *gorm.DB, k *APIKey) (map[string]any, error) {
 		u := map[string]any{}
 		if in.Name != nil {
 			u["name"] = *in.Name
 		}
 		if in.Admin != nil {
 			u["admin"] = *in.Admin
+			if k.Admin && !*in.Admin {
+				if err := s.keepAnAdmin(ctx, tx, k, "demoted"); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if in.Permissions != nil {
 			u["permissions"] = canonicalPermissions(in.Permissions)
@@ -228,12 +233,42 @@ func (s *Store) UpdateKey(ctx context.Context, tenantID, id string, in KeyInput)
 
 // RevokeKey revokes a key at once; revoking twice keeps the first time.
 func (s *Store) RevokeKey(ctx context.Context, tenantID, id string) (*APIKey, error) {
-	return s.changeKey(ctx, tenantID, id, func(k *APIKey) (map[string]any, error) {
+	return s.changeKey(ctx, tenantID, id, func(tx *gorm.DB, k *APIKey) (map[string]any, error) {
 		if k.RevokedAt != nil {
 			return map[string]any{}, nil
 		}
+		if k.Admin {
+			if err := s.keepAnAdmin(ctx, tx, k, "revoked"); err != nil {
+				return nil, err
+			}
+		}
 		return map[string]any{"revoked_at": s.now(), "previous_hash": nil, "previous_expires_at": nil}, nil
 	})
+}
+
+// keepAnAdmin refuses to take away k's admin rights (by revoking or demoting
+// it, as verb says) when no other live admin key of its tenant is left: a
+// tenant without one could never manage its keys again through the API.
+// On PostgreSQL the tenant's row is locked first, so that two requests
+// removing two different admin keys cannot each count the other as left.
+// (SQLite runs one write transaction at a time.)
+func (s *Store) keepAnAdmin(ctx context.Context, tx *gorm.DB, k *APIKey, verb string) error {
+	if s.dialect == Postgres {
+		if err := tx.WithContext(ctx).Exec("SELECT id FROM tenants WHERE id = ? FOR UPDATE", k.TenantID).Error; err != nil {
+			return fmt.Errorf("lock tenant: %w", err)
+		}
+	}
+	var others int64
+	err := tx.WithContext(ctx).Model(&APIKey{}).
+		Where("tenant_id = ? AND id <> ? AND admin AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", k.TenantID, k.ID, s.now()).
+		Count(&others).Error
+	if err != nil {
+		return fmt.Errorf("count admin keys: %w", err)
+	}
+	if others == 0 {
+		return Errorf(KindConflict, "the last admin key of a tenant cannot be %s; create another admin key first (recordhub tenant create-key TENANT_ID --admin)", verb)
+	}
+	return nil
 }
 
 // RotateKey gives a key a new secret. The old secret keeps working for
@@ -243,7 +278,7 @@ func (s *Store) RotateKey(ctx context.Context, tenantID, id string, grace int) (
 		return nil, "", ValidationError([]FieldError{{Field: "grace_seconds", Message: fmt.Sprintf("must be between 0 and %d", MaxGraceSeconds)}})
 	}
 	secret := NewAPIKeySecret()
-	k, err := s.changeKey(ctx, tenantID, id, func(k *APIKey) (map[string]any, error) {
+	k, err := s.changeKey(ctx, tenantID, id, func(_ *gorm.DB, k *APIKey) (map[string]any, error) {
 		if k.RevokedAt != nil {
 			return nil, Errorf(KindConflict, "a revoked key cannot be rotated")
 		}
@@ -262,14 +297,14 @@ func (s *Store) RotateKey(ctx context.Context, tenantID, id string, grace int) (
 
 // changeKey applies change's updates to a key in a transaction and tells
 // every replica's key cache about it.
-func (s *Store) changeKey(ctx context.Context, tenantID, id string, change func(*APIKey) (map[string]any, error)) (*APIKey, error) {
+func (s *Store) changeKey(ctx context.Context, tenantID, id string, change func(tx *gorm.DB, k *APIKey) (map[string]any, error)) (*APIKey, error) {
 	var out APIKey
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		var k APIKey
 		if err := tx.Where("tenant_id = ? AND id = ?", tenantID, id).Take(&k).Error; err != nil {
 			return notFoundOr(err, "load key")
 		}
-		u, err := change(&k)
+		u, err := change(tx, &k)
 		if err != nil {
 			return err
 		}

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -273,6 +275,9 @@ func (s *Store) filter(name string, v any) (string, []any, error) {
 // (a string, bool or json.Number), and its arguments. column is a constant
 // of the caller's, never input.
 func (s *Store) filterOn(column, name string, v any) (string, []any, error) {
+	if n, ok := v.(json.Number); ok {
+		return s.numberFilterOn(column, name, n)
+	}
 	if s.dialect == Postgres {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -281,25 +286,43 @@ func (s *Store) filterOn(column, name string, v any) (string, []any, error) {
 		return column + " -> ? = CAST(? AS jsonb)", []any{name, string(b)}, nil
 	}
 	path := `$."` + name + `"`
-	switch n := v.(type) {
-	case json.Number:
-		// The type check keeps 1 and 0 from matching JSON true and false.
-		cond := "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) IN ('integer', 'real')"
-		if i, err := n.Int64(); err == nil {
-			return cond, []any{path, i, path}, nil
-		}
-		f, _ := n.Float64()
-		return cond, []any{path, f, path}, nil
-	case bool:
+	if b, ok := v.(bool); ok {
 		// SQLite reads JSON true and false as 1 and 0; the type tells them
 		// from numbers.
 		i, typ := 0, "false"
-		if n {
+		if b {
 			i, typ = 1, "true"
 		}
 		return "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) = ?", []any{path, i, path, typ}, nil
 	}
 	return "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) = 'text'", []any{path, v, path}, nil
+}
+
+// numberFilterOn is filterOn for a number. The number is bound as an int64
+// when it is an integer within range, else as a float64, and never as text
+// for the database to parse: PostgreSQL's parser takes neither NaN nor
+// what strconv takes beyond JSON (+1, 05, .5, 0x10, 1_000). A value that
+// is no finite float64 matches nothing any record holds and is refused.
+func (s *Store) numberFilterOn(column, name string, n json.Number) (string, []any, error) {
+	var arg any
+	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+		arg = i
+	} else if f, err := strconv.ParseFloat(string(n), 64); err == nil && numberInRange(n) && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		arg = f
+	} else {
+		return "", nil, Errorf(KindInvalid, "the value compared with %s must be a finite number", name)
+	}
+	if s.dialect == Postgres {
+		typ := "bigint"
+		if _, ok := arg.(float64); ok {
+			typ = "double precision"
+		}
+		// jsonb compares numbers by value: 2 equals 2.0.
+		return column + " -> ? = to_jsonb(CAST(? AS " + typ + "))", []any{name, arg}, nil
+	}
+	path := `$."` + name + `"`
+	// The type check keeps 1 and 0 from matching JSON true and false.
+	return "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) IN ('integer', 'real')", []any{path, arg, path}, nil
 }
 
 // RecordPatch is an RFC 7396 merge patch of a record's fields and custom

@@ -34,6 +34,15 @@ func (s *Store) CreateTenant(ctx context.Context, name, adminSecret string, rate
 	return t, k, adminSecret, nil
 }
 
+// GetTenant returns a tenant; ErrNotFound when there is none with that id.
+func (s *Store) GetTenant(ctx context.Context, id string) (*Tenant, error) {
+	var t Tenant
+	if err := s.r.WithContext(ctx).Where("id = ?", id).Take(&t).Error; err != nil {
+		return nil, notFoundOr(err, "load tenant")
+	}
+	return &t, nil
+}
+
 // SetTenantAIKey stores the tenant's AI provider key, encrypted.
 func (s *Store) SetTenantAIKey(ctx context.Context, tenantID, key string) error {
 	if key == "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -138,7 +139,7 @@ func TestDispatcherTaskQueue(t *testing.T) {
 // start, the next round starts through the task queue (a start whose answer was lost would
 // leave an eager task waiting for its timeout); once a round starts
 // cleanly, starts are eager again.
-func TestDispatcherNotEagerAfterFailure(t *testing.T) {
+func TestDispatcherNotEagerAfterLostAnswer(t *testing.T) {
 	f := newFixture(t, models.SQLite)
 	starter := newFakeStarter()
 	disp := newDispatcher(f, starter)
@@ -154,18 +155,30 @@ func TestDispatcherNotEagerAfterFailure(t *testing.T) {
 		}
 		return eager
 	}
-	f.record(t)
-	starter.setFail(func(string) error { return errUnavailable })
-	if _, err := disp.DispatchOnce(t.Context()); !errors.Is(err, errUnavailable) {
-		t.Fatalf("got %v, want the start's error", err)
+	fail := func(err error) {
+		t.Helper()
+		f.record(t)
+		starter.setFail(func(string) error { return err })
+		if _, got := disp.DispatchOnce(t.Context()); !errors.Is(got, err) {
+			t.Fatalf("got %v, want the start's error", got)
+		}
+		starter.setFail(nil)
 	}
-	starter.setFail(nil)
-	if got := round(); !slices.Equal(got, []bool{false}) {
-		t.Errorf("the round after a failure: eager %v, want through the task queue", got)
-	}
-	f.record(t)
+	// Temporal unreachable: the start never got there; stay eager, which
+	// does not wait for pollers that are backing off.
+	fail(errUnavailable)
 	if got := round(); !slices.Equal(got, []bool{true}) {
-		t.Errorf("after a clean round: eager %v, want eager", got)
+		t.Errorf("the round after a refused connection: eager %v, want eager", got)
+	}
+	for _, lost := range []error{serviceerror.NewDeadlineExceeded("deadline exceeded"), context.DeadlineExceeded} {
+		fail(lost)
+		if got := round(); !slices.Equal(got, []bool{false}) {
+			t.Errorf("the round after %v: eager %v, want through the task queue", lost, got)
+		}
+		f.record(t)
+		if got := round(); !slices.Equal(got, []bool{true}) {
+			t.Errorf("after a clean round: eager %v, want eager", got)
+		}
 	}
 }
 

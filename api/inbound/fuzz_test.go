@@ -49,6 +49,9 @@ func FuzzVerify(f *testing.F) {
 			if valid := hexSigned(value, b); (err == nil) != valid {
 				t.Fatalf("Verify(%s, %q) = %v; an independent check says valid=%v", s.scheme, value, err, valid)
 			}
+			if checked := inbound.CheckHeaders(s.scheme, h, now); checked != nil && (err == nil || err.Error() != checked.Error()) {
+				t.Fatalf("CheckHeaders(%s, %q) = %v, Verify = %v", s.scheme, value, checked, err)
+			}
 		}
 		h := http.Header{}
 		h.Set("Webhook-Id", id)
@@ -57,6 +60,10 @@ func FuzzVerify(f *testing.F) {
 		err := inbound.Verify(inbound.SchemeStandard, secret, h, b, now)
 		if valid := stdSigned(value, id, ts, b); (err == nil) != valid {
 			t.Fatalf("Verify(standard, signature %q) = %v; an independent check says valid=%v", value, err, valid)
+		}
+		// What the headers alone refuse, Verify refuses alike.
+		if checked := inbound.CheckHeaders(inbound.SchemeStandard, h, now); checked != nil && (err == nil || err.Error() != checked.Error()) {
+			t.Fatalf("CheckHeaders(standard, signature %q) = %v, Verify = %v", value, checked, err)
 		}
 
 		// The value as the timestamp, correctly signed.

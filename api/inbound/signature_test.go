@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/recordhub/recordhub/api/inbound"
 )
@@ -236,5 +237,84 @@ func TestParseScheme(t *testing.T) {
 		if got != tt.want || ok != tt.wantOK {
 			t.Errorf("ParseScheme(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.wantOK)
 		}
+	}
+}
+
+// CheckHeaders refuses only what Verify refuses, with Verify's message, so
+// that a receiver may refuse a call on its headers before reading its body.
+func TestCheckHeadersAgreesWithVerify(t *testing.T) {
+	ts := strconv.FormatInt(now.Unix(), 10)
+	old := strconv.FormatInt(now.Add(-time.Hour).Unix(), 10)
+	good := "v1," + stdMAC([]byte(secret), "msg_1", ts, body)
+	tests := []struct {
+		scheme  inbound.Scheme
+		headers []string
+		passes  bool // CheckHeaders passes; Verify may still refuse
+	}{
+		{inbound.SchemeSHA256, []string{"X-Webhook-Signature", "sha256=" + hexMAC(secret, body)}, true},
+		{inbound.SchemeSHA256, []string{"X-Webhook-Signature", "sha256=" + hexMAC("other", body)}, true},
+		{inbound.SchemeSHA256, nil, false},
+		{inbound.SchemeSHA256, []string{"X-Webhook-Signature", "sha256=zz"}, false},
+		{inbound.SchemeSHA256, []string{"X-Hub-Signature-256", "sha256=" + hexMAC(secret, body)}, false},
+		{inbound.SchemeGitHub, []string{"X-Hub-Signature-256", "sha256=" + hexMAC(secret, body)}, true},
+		{inbound.SchemeGitHub, []string{"X-Webhook-Signature", "sha256=" + hexMAC(secret, body)}, false},
+		{inbound.SchemeStandard, []string{"Webhook-Id", "msg_1", "Webhook-Timestamp", ts, "Webhook-Signature", good}, true},
+		{inbound.SchemeStandard, []string{"Webhook-Id", "msg_2", "Webhook-Timestamp", ts, "Webhook-Signature", good}, true},
+		{inbound.SchemeStandard, []string{"Webhook-Id", "msg_1", "Webhook-Timestamp", old, "Webhook-Signature", good}, false},
+		{inbound.SchemeStandard, []string{"Webhook-Timestamp", ts, "Webhook-Signature", good}, false},
+		{inbound.SchemeStandard, []string{"Webhook-Id", "msg_1", "Webhook-Timestamp", ts, "Webhook-Signature", "v1,!!!"}, false},
+		{inbound.SchemeStandard, []string{"Webhook-Id", "msg_1", "Webhook-Timestamp", ts, "Webhook-Signature", "v2,abc"}, false},
+		{"sha1", []string{"X-Webhook-Signature", "sha256=" + hexMAC(secret, body)}, false},
+	}
+	for i, tt := range tests {
+		h := http.Header{}
+		for j := 0; j+1 < len(tt.headers); j += 2 {
+			h.Set(tt.headers[j], tt.headers[j+1])
+		}
+		checked := inbound.CheckHeaders(tt.scheme, h, now)
+		if (checked == nil) != tt.passes {
+			t.Errorf("%d: CheckHeaders(%s, %v) = %v, want passing %v", i, tt.scheme, tt.headers, checked, tt.passes)
+		}
+		if checked == nil {
+			continue
+		}
+		verified := inbound.Verify(tt.scheme, secret, h, []byte(body), now)
+		if verified == nil || verified.Error() != checked.Error() {
+			t.Errorf("%d: CheckHeaders refused with %v, Verify with %v", i, checked, verified)
+		}
+	}
+}
+
+// MessageID takes a verified call's id only from what its signature covers.
+func TestMessageID(t *testing.T) {
+	with := func(pairs ...string) http.Header {
+		h := http.Header{}
+		for i := 0; i+1 < len(pairs); i += 2 {
+			h.Set(pairs[i], pairs[i+1])
+		}
+		return h
+	}
+	sum := sha256.Sum256([]byte(body))
+	bodyID := "sha256:" + hex.EncodeToString(sum[:])
+	tests := []struct {
+		scheme inbound.Scheme
+		h      http.Header
+		body   string
+		want   string
+	}{
+		{inbound.SchemeSHA256, with("Idempotency-Key", "k1", "Webhook-Id", "msg_1"), body, bodyID},
+		{inbound.SchemeSHA256, with("Idempotency-Key", "k2"), body, bodyID},
+		{inbound.SchemeGitHub, with("X-GitHub-Delivery", "gh-1"), body, bodyID},
+		{inbound.SchemeStandard, with("Webhook-Id", "msg_1", "Idempotency-Key", "k1"), body, "msg_1"},
+		{inbound.SchemeStandard, with("Webhook-Id", "msg_1"), "{}", "msg_1"},
+	}
+	for i, tt := range tests {
+		if got := inbound.MessageID(tt.scheme, tt.h, []byte(tt.body)); got != tt.want {
+			t.Errorf("%d: MessageID(%s, %v) = %q, want %q", i, tt.scheme, tt.h, got, tt.want)
+		}
+	}
+	odd := inbound.MessageID(inbound.SchemeStandard, with("Webhook-Id", "msg_\xff"), []byte(body))
+	if !utf8.ValidString(odd) || odd == inbound.MessageID(inbound.SchemeStandard, with("Webhook-Id", "msg_\xfe"), []byte(body)) {
+		t.Errorf("MessageID of a webhook-id that is not UTF-8: %q, want valid text that tells ids apart", odd)
 	}
 }

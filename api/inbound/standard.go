@@ -25,38 +25,59 @@ const whsecPrefix = "whsec_"
 
 // verifyStandard checks a Standard Webhooks call.
 func verifyStandard(secret string, h http.Header, body []byte, now time.Time) error {
-	id := h.Get(headerStdID)
+	sh, err := parseStandard(h, now)
+	if err != nil {
+		return err
+	}
+	for _, key := range standardKeys(secret) {
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(sh.id + "." + sh.ts + "."))
+		mac.Write(body)
+		sum := mac.Sum(nil)
+		for _, sent := range sh.sigs {
+			if hmac.Equal(sent, sum) {
+				return nil
+			}
+		}
+	}
+	return fail("signature does not match")
+}
+
+// standardHeaders are the signed id and timestamp of a Standard Webhooks
+// call, as sent, and the well-formed v1 signatures among its first entries.
+type standardHeaders struct {
+	id, ts string
+	sigs   [][]byte
+}
+
+// parseStandard reads and checks a Standard Webhooks call's headers. A call
+// with no well-formed v1 signature cannot match, whatever its body.
+func parseStandard(h http.Header, now time.Time) (standardHeaders, error) {
+	var sh standardHeaders
+	sh.id = h.Get(headerStdID)
 	switch {
-	case id == "":
-		return fail("missing webhook-id header")
-	case len(id) > maxStdID:
-		return fail(fmt.Sprintf("webhook-id must be at most %d characters", maxStdID))
+	case sh.id == "":
+		return sh, fail("missing webhook-id header")
+	case len(sh.id) > maxStdID:
+		return sh, fail(fmt.Sprintf("webhook-id must be at most %d characters", maxStdID))
 	}
-	ts := h.Get(headerStdTimestamp)
-	if ts == "" {
-		return fail("missing webhook-timestamp header")
+	sh.ts = h.Get(headerStdTimestamp)
+	if sh.ts == "" {
+		return sh, fail("missing webhook-timestamp header")
 	}
-	sec, ok := parseSeconds(ts)
+	sec, ok := parseSeconds(sh.ts)
 	if !ok {
-		return fail("webhook-timestamp must be unix seconds")
+		return sh, fail("webhook-timestamp must be unix seconds")
 	}
 	if at := time.Unix(sec, 0); now.Sub(at) > Tolerance || at.Sub(now) > Tolerance {
-		return fail(fmt.Sprintf("webhook-timestamp is outside the %d-minute tolerance", int(Tolerance.Minutes())))
+		return sh, fail(fmt.Sprintf("webhook-timestamp is outside the %d-minute tolerance", int(Tolerance.Minutes())))
 	}
 	sigs := h.Get(headerStdSignature)
 	switch {
 	case strings.TrimSpace(sigs) == "":
-		return fail("missing webhook-signature header")
+		return sh, fail("missing webhook-signature header")
 	case len(sigs) > maxStdSignatures:
-		return fail(fmt.Sprintf("webhook-signature must be at most %d characters", maxStdSignatures))
-	}
-
-	var macs [][]byte
-	for _, key := range standardKeys(secret) {
-		mac := hmac.New(sha256.New, key)
-		mac.Write([]byte(id + "." + ts + "."))
-		mac.Write(body)
-		macs = append(macs, mac.Sum(nil))
+		return sh, fail(fmt.Sprintf("webhook-signature must be at most %d characters", maxStdSignatures))
 	}
 	v1 := false
 	entries := 0
@@ -70,19 +91,17 @@ func verifyStandard(secret string, h http.Header, body []byte, now time.Time) er
 		}
 		v1 = true
 		sent, err := base64.StdEncoding.DecodeString(sig)
-		if err != nil || len(sent) != sha256.Size {
-			continue
-		}
-		for _, mac := range macs {
-			if hmac.Equal(sent, mac) {
-				return nil
-			}
+		if err == nil && len(sent) == sha256.Size {
+			sh.sigs = append(sh.sigs, sent)
 		}
 	}
-	if !v1 {
-		return fail(`webhook-signature has no "v1,<base64>" entry`)
+	switch {
+	case !v1:
+		return sh, fail(`webhook-signature has no "v1,<base64>" entry`)
+	case len(sh.sigs) == 0:
+		return sh, fail("signature does not match")
 	}
-	return fail("signature does not match")
+	return sh, nil
 }
 
 // parseSeconds reads unsigned decimal seconds. strconv.ParseInt alone would

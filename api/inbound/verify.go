@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Header names, canonical as http.Header keeps them.
@@ -45,21 +46,56 @@ func Verify(scheme Scheme, secret string, h http.Header, body []byte, now time.T
 	}
 }
 
+// CheckHeaders checks what of a call's signature needs no body and no
+// secret: the headers are there and well formed and, for Standard Webhooks,
+// the timestamp is within Tolerance. A call it refuses, Verify refuses with
+// the same error, so a receiver can refuse it without reading the body; a
+// call it passes may still fail Verify.
+func CheckHeaders(scheme Scheme, h http.Header, now time.Time) error {
+	var err error
+	switch scheme {
+	case SchemeSHA256:
+		_, err = parseHex(headerSignature, h)
+	case SchemeGitHub:
+		_, err = parseHex(headerGitHub, h)
+	case SchemeStandard:
+		_, err = parseStandard(h, now)
+	default:
+		err = fail("unknown signature scheme " + quote(string(scheme)))
+	}
+	return err
+}
+
+// MessageID returns the id of a call that Verify accepted, taken only from
+// what its signature covers, so that retries of one message are recognised
+// and nobody without the secret can make a captured call look new.
+// Standard Webhooks signs webhook-id, which a sender keeps when it retries
+// (with a fresh timestamp): the id is webhook-id. The sha256 and github
+// schemes sign the body alone, and no header (Idempotency-Key,
+// X-GitHub-Delivery, a timestamp) with it: the id is "sha256:" and the hex
+// SHA-256 of the body. A sender that means two messages sends two bodies
+// (recordhub's own events carry their event id and time); the same signed
+// bytes sent again are the same message.
+func MessageID(scheme Scheme, h http.Header, body []byte) string {
+	if scheme == SchemeStandard {
+		id := h.Get(headerStdID)
+		if utf8.ValidString(id) {
+			return id
+		}
+		// Kept as text by the store: an id of other bytes is kept by digest.
+		sum := sha256.Sum256([]byte(id))
+		return "webhook-id-sha256:" + hex.EncodeToString(sum[:])
+	}
+	sum := sha256.Sum256(body)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
 // verifyHex checks a "sha256=<hex>" header, GitHub's format, which recordhub
 // also sends in X-Webhook-Signature.
 func verifyHex(name, secret string, h http.Header, body []byte) error {
-	v := strings.TrimSpace(h.Get(name))
-	if v == "" {
-		return fail("missing " + name + " header")
-	}
-	digits, ok := strings.CutPrefix(v, "sha256=")
-	// Checking the length first also bounds the work on a long header.
-	if !ok || len(digits) != 2*sha256.Size {
-		return fail(name + " must be sha256=<64 hex digits>")
-	}
-	sent, err := hex.DecodeString(digits) // either case
+	sent, err := parseHex(name, h)
 	if err != nil {
-		return fail(name + " must be sha256=<64 hex digits>")
+		return err
 	}
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
@@ -67,6 +103,24 @@ func verifyHex(name, secret string, h http.Header, body []byte) error {
 		return fail("signature does not match")
 	}
 	return nil
+}
+
+// parseHex reads the digest of a "sha256=<hex>" header.
+func parseHex(name string, h http.Header) ([]byte, error) {
+	v := strings.TrimSpace(h.Get(name))
+	if v == "" {
+		return nil, fail("missing " + name + " header")
+	}
+	digits, ok := strings.CutPrefix(v, "sha256=")
+	// Checking the length first also bounds the work on a long header.
+	if !ok || len(digits) != 2*sha256.Size {
+		return nil, fail(name + " must be sha256=<64 hex digits>")
+	}
+	sent, err := hex.DecodeString(digits) // either case
+	if err != nil {
+		return nil, fail(name + " must be sha256=<64 hex digits>")
+	}
+	return sent, nil
 }
 
 // quote bounds and quotes a caller-supplied value for a message.

@@ -287,6 +287,46 @@ func TestTenantCommands(t *testing.T) {
 			if err != nil || got != aiKey {
 				t.Errorf("AI key %q (%v), want %q", got, err, aiKey)
 			}
+
+			// create-key mints a key that authenticates for that tenant: an
+			// admin key with --admin, a plain one without.
+			for _, admin := range []bool{true, false} {
+				args := []string{"tenant", "create-key", created.TenantID, "--name", "rescue", "--json"}
+				if admin {
+					args = append(args, "--admin")
+				}
+				out.Reset()
+				if err := runCommand(ctx, args, lookup, nil, &out, io.Discard); err != nil {
+					t.Fatal(err)
+				}
+				var minted struct {
+					TenantID string `json:"tenant_id"`
+					KeyID    string `json:"key_id"`
+					Name     string `json:"name"`
+					Admin    bool   `json:"admin"`
+					Key      string `json:"key"`
+				}
+				if err := json.Unmarshal(out.Bytes(), &minted); err != nil || minted.Key == "" || minted.KeyID == "" {
+					t.Fatalf("create-key --json printed %q (%v)", out.String(), err)
+				}
+				k, err := store.Authenticate(ctx, minted.Key)
+				if err != nil {
+					t.Fatalf("the minted key does not authenticate: %v", err)
+				}
+				if k.TenantID != created.TenantID || k.ID != minted.KeyID || k.Admin != admin || k.Name != "rescue" || minted.Admin != admin {
+					t.Errorf("create-key %v made %+v (printed %+v)", args[3:], k, minted)
+				}
+			}
+			err = runCommand(ctx, []string{"tenant", "create-key", "ten_missing", "--admin"}, lookup, nil, io.Discard, io.Discard)
+			if models.ErrorKind(err) != models.KindNotFound {
+				t.Errorf("create-key on a missing tenant: %v, want not found", err)
+			}
+			for _, args := range [][]string{{"tenant", "create-key"}, {"tenant", "create-key", created.TenantID, "--root"}, {"tenant", "create-key", created.TenantID, "--name"}} {
+				if err := runCommand(ctx, args, lookup, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "usage") {
+					t.Errorf("%v: %v, want its usage", args, err)
+				}
+			}
+
 			// At rest it is sealed, never the plaintext.
 			if d == models.SQLite {
 				raw, err := os.ReadFile(filepath.Join(cfg.DataDir, "recordhub.db"))
@@ -318,6 +358,9 @@ func TestConfigFromEnv(t *testing.T) {
 		{"task queue", map[string]string{"RECORDHUB_TEMPORAL_TASK_QUEUE": "deployment-b"}, true},
 		{"task queue with spaces", map[string]string{"RECORDHUB_TEMPORAL_TASK_QUEUE": " b "}, false},
 		{"pool of one", map[string]string{"RECORDHUB_DATABASE_MAX_CONNS": "1"}, false},
+		{"one-letter admin key", map[string]string{"RECORDHUB_BOOTSTRAP_ADMIN_KEY": "a"}, false},
+		{"31-character admin key", map[string]string{"RECORDHUB_BOOTSTRAP_ADMIN_KEY": strings.Repeat("k", 31)}, false},
+		{"32-character admin key", map[string]string{"RECORDHUB_BOOTSTRAP_ADMIN_KEY": strings.Repeat("k", 32)}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := configFromEnv(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
