@@ -33,6 +33,9 @@ type Config struct {
 	TemporalNamespace string
 	TemporalTaskQueue string
 	TemporalUIAddr    string
+	// TemporalUIWrite lets the embedded Web UI change workflows
+	// (RECORDHUB_TEMPORAL_UI_WRITE); off by default, as the UI has no login.
+	TemporalUIWrite   bool
 	TemporalPort      int
 	TemporalRetention time.Duration
 
@@ -103,6 +106,13 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 	default:
 		errs = append(errs, "RECORDHUB_AUTO_MIGRATE must be true or false")
 	}
+	switch getenv("RECORDHUB_TEMPORAL_UI_WRITE") {
+	case "", "false", "0":
+	case "true", "1":
+		c.TemporalUIWrite = true
+	default:
+		errs = append(errs, "RECORDHUB_TEMPORAL_UI_WRITE must be true, false, 1 or 0")
+	}
 	if v := getenv("RECORDHUB_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			errs = append(errs, "RECORDHUB_LOG_LEVEL must be debug, info, warn or error")
@@ -112,6 +122,9 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 		if cidr = strings.TrimSpace(cidr); cidr != "" {
 			c.WebhookAllowCIDRs = append(c.WebhookAllowCIDRs, cidr)
 		}
+	}
+	if n := len(c.BootstrapAdminKey); n > 0 && n < MinBootstrapKeyLen {
+		errs = append(errs, fmt.Sprintf("RECORDHUB_BOOTSTRAP_ADMIN_KEY must be at least %d characters (it is an admin key: use a random one, such as rh_ followed by openssl rand -hex 24)", MinBootstrapKeyLen))
 	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
 		errs = append(errs, "DATABASE_URL must be a postgres:// URL (leave it empty for the embedded SQLite file)")
@@ -129,6 +142,10 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 	}
 	return c, nil
 }
+
+// MinBootstrapKeyLen is the shortest RECORDHUB_BOOTSTRAP_ADMIN_KEY accepted:
+// as long as the keys recordhub generates.
+const MinBootstrapKeyLen = 32
 
 func envOr(getenv func(string) string, name, def string) string {
 	if v := getenv(name); v != "" {

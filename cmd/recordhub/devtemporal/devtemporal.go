@@ -14,13 +14,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
-	uiserver "github.com/temporalio/ui-server/v2/server"
 	"go.temporal.io/server/temporal"
 )
 
@@ -49,7 +49,13 @@ type Config struct {
 	// DefaultRetention. It is applied to the namespace at every start.
 	Retention time.Duration
 	// UIAddr is host:port of the Web UI; "" means no UI, port 0 a free port.
+	// The UI answers only requests addressed to it by this address (see
+	// hostGuard).
 	UIAddr string
+	// UIWrite lets the Web UI change things (start, signal, cancel,
+	// terminate, reset workflows, batch operations, namespace settings); off,
+	// it only reads (see readOnly).
+	UIWrite bool
 	// Logger receives the server's warnings and errors; nil discards them.
 	Logger *slog.Logger
 }
@@ -59,8 +65,8 @@ type Server struct {
 	address  string
 	uiURL    string
 	temporal temporal.Server
-	ui       *uiserver.Server
-	uiDone   chan struct{} // closed when the UI's Start returns
+	ui       *http.Server
+	uiDone   chan struct{} // closed when the UI's Serve returns
 	logLevel *slog.LevelVar
 
 	stopOnce sync.Once
@@ -81,20 +87,24 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 
-	// Check both listen addresses before anything else: a taken frontend port
-	// fails deep inside the server, and a taken UI port makes the UI library
-	// exit the whole process (echo's Logger.Fatal).
+	// Check the frontend port and take the UI's address before anything
+	// else: a taken frontend port fails deep inside the server.
 	frontendPort, err := reservePort("RECORDHUB_TEMPORAL_PORT", "127.0.0.1", cfg.Port)
 	if err != nil {
 		return nil, err
 	}
 	address := net.JoinHostPort("127.0.0.1", strconv.Itoa(frontendPort))
+	var uiListener net.Listener
 	var uiHost string
-	var uiPort int
 	if cfg.UIAddr != "" {
-		if uiHost, uiPort, err = reserveUIAddr(cfg.UIAddr); err != nil {
+		if uiListener, uiHost, err = listenUI(cfg.UIAddr); err != nil {
 			return nil, err
 		}
+		defer func() {
+			if uiListener != nil { // not handed to startUI
+				_ = uiListener.Close()
+			}
+		}()
 	}
 
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -127,8 +137,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		_ = s.Stop()
 		return nil, err
 	}
-	if cfg.UIAddr != "" {
-		if err := s.startUI(ctx, uiHost, uiPort, cfg.Namespace); err != nil {
+	if uiListener != nil {
+		l := uiListener
+		uiListener = nil
+		if err := s.startUI(ctx, l, uiHost, cfg.Namespace, cfg.UIWrite, serverLog); err != nil {
 			_ = s.Stop()
 			return nil, err
 		}
@@ -150,7 +162,7 @@ func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
 		s.logLevel.Set(slog.LevelError)
 		if s.ui != nil {
-			s.ui.Stop()
+			_ = s.ui.Close()
 			<-s.uiDone
 		}
 		if err := s.temporal.Stop(); err != nil {

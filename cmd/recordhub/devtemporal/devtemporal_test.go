@@ -3,7 +3,6 @@ package devtemporal
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -168,31 +167,13 @@ func getUI(t *testing.T, url string) []byte {
 
 func TestWorkflowRunsAndHistorySurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	cfg := Config{DataDir: dir, Namespace: testNamespace, Retention: 72 * time.Hour, UIAddr: "127.0.0.1:0", Logger: testLogger()}
+	cfg := Config{DataDir: dir, Namespace: testNamespace, Retention: 72 * time.Hour, Logger: testLogger()}
 
 	s := startServer(t, cfg)
 	c, closeClient := dial(t, s)
 	stopWorker := runWorker(t, c, "greetings")
 	wantResult(t, greet(t, c, "greet-1", "greetings", "recordhub"), "hello, recordhub")
 	wantRetention(t, c, 72*time.Hour)
-
-	// The UI serves its pages, is set to the namespace, and reaches the
-	// frontend through its API.
-	getUI(t, s.UIURL()+"/")
-	var settings struct{ DefaultNamespace string }
-	if err := json.Unmarshal(getUI(t, s.UIURL()+"/api/v1/settings"), &settings); err != nil {
-		t.Fatalf("UI settings: %v", err)
-	}
-	if settings.DefaultNamespace != testNamespace {
-		t.Errorf("UI default namespace = %q, want %q", settings.DefaultNamespace, testNamespace)
-	}
-	var ns struct{ NamespaceInfo struct{ Name string } }
-	if err := json.Unmarshal(getUI(t, s.UIURL()+"/api/v1/namespaces/"+testNamespace), &ns); err != nil {
-		t.Fatalf("UI namespace API: %v", err)
-	}
-	if ns.NamespaceInfo.Name != testNamespace {
-		t.Errorf("UI namespace API described %q, want %q", ns.NamespaceInfo.Name, testNamespace)
-	}
 
 	stopWorker()
 	closeClient()

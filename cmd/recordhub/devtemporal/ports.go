@@ -24,24 +24,25 @@ func reservePort(setting, host string, port int) (int, error) {
 	return got, nil
 }
 
-// reserveUIAddr does what reservePort does for the UI's host:port, which
-// matters more there: the UI library ends the process when it cannot listen.
-func reserveUIAddr(addr string) (host string, port int, err error) {
+// listenUI listens on the UI's host:port (port 0 picks a free port) and
+// returns the listener and the host. Start holds it from its first step, so
+// nothing can take the address while the Temporal server starts.
+func listenUI(addr string) (net.Listener, string, error) {
 	host, portText, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", 0, fmt.Errorf("RECORDHUB_TEMPORAL_UI_ADDR %q: %w", addr, err)
+		return nil, "", fmt.Errorf("RECORDHUB_TEMPORAL_UI_ADDR %q: %w", addr, err)
 	}
 	if _, err := strconv.ParseUint(portText, 10, 16); err != nil {
-		return "", 0, fmt.Errorf("RECORDHUB_TEMPORAL_UI_ADDR %q: port is not a number from 0 to 65535", addr)
+		return nil, "", fmt.Errorf("RECORDHUB_TEMPORAL_UI_ADDR %q: port is not a number from 0 to 65535", addr)
 	}
-	port, err = probe(addr)
+	l, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return "", 0, fmt.Errorf(`RECORDHUB_TEMPORAL_UI_ADDR %s is in use; set another address or "" to turn the UI off`, addr)
+		return nil, "", fmt.Errorf(`RECORDHUB_TEMPORAL_UI_ADDR %s is in use; set another address or "" to turn the UI off`, addr)
 	}
 	if err != nil {
-		return "", 0, fmt.Errorf("RECORDHUB_TEMPORAL_UI_ADDR %s: %w", addr, err)
+		return nil, "", fmt.Errorf("RECORDHUB_TEMPORAL_UI_ADDR %s: %w", addr, err)
 	}
-	return host, port, nil
+	return l, host, nil
 }
 
 // freeLoopbackPort returns a port that was free on 127.0.0.1 a moment ago.
