@@ -787,22 +787,36 @@ func TestAttemptReusesConnections(t *testing.T) {
 	}
 }
 
-// TestAttemptRowWriteFails: an attempt whose row cannot be written fails
-// retryably, even after the receiver accepted it.
+// TestAttemptRowWriteFails: an attempt whose in-flight row cannot be
+// written sends nothing; one whose outcome cannot be written fails
+// retryably, even after the receiver accepted it. Both leave the retry to
+// Temporal with ErrTypeStore.
 func TestAttemptRowWriteFails(t *testing.T) {
-	recv := newReceiver(t, nil)
-	f := newFixture(t, storetest.Open(t, models.SQLite), recv.URL)
-	d := newDeliverer(t, failingInsert{f.store}, Config{AllowCIDRs: loopback})
-	_, err := d.Attempt(t.Context(), f.input())
-	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeStore || appErr.NonRetryable() {
-		t.Fatalf("Attempt error = %v, want retryable %s", err, ErrTypeStore)
+	tests := []struct {
+		name      string
+		store     func(*models.Store) Store
+		wantSends int
+	}{
+		{"in-flight row", func(s *models.Store) Store { return failingInsert{s} }, 0},
+		{"outcome", func(s *models.Store) Store { return failingFinish{s} }, 1},
 	}
-	if !errors.Is(err, errDiskFull) {
-		t.Errorf("error %v does not wrap the store's", err)
-	}
-	if n := len(recv.requests()); n != 1 {
-		t.Errorf("receiver got %d requests, want 1", n)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			recv := newReceiver(t, nil)
+			f := newFixture(t, storetest.Open(t, models.SQLite), recv.URL)
+			d := newDeliverer(t, tc.store(f.store), Config{AllowCIDRs: loopback})
+			_, err := d.Attempt(t.Context(), f.input())
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) || appErr.Type() != ErrTypeStore || appErr.NonRetryable() {
+				t.Fatalf("Attempt error = %v, want retryable %s", err, ErrTypeStore)
+			}
+			if !errors.Is(err, errDiskFull) {
+				t.Errorf("error %v does not wrap the store's", err)
+			}
+			if n := len(recv.requests()); n != tc.wantSends {
+				t.Errorf("receiver got %d requests, want %d", n, tc.wantSends)
+			}
+		})
 	}
 }
 
@@ -810,7 +824,13 @@ var errDiskFull = errors.New("disk full")
 
 type failingInsert struct{ *models.Store }
 
-func (failingInsert) InsertDelivery(context.Context, *models.WebhookDelivery) error {
+func (failingInsert) InsertAttempt(context.Context, *models.WebhookDelivery) error {
+	return errDiskFull
+}
+
+type failingFinish struct{ *models.Store }
+
+func (failingFinish) FinishAttempt(context.Context, *models.WebhookDelivery) error {
 	return errDiskFull
 }
 
@@ -890,7 +910,8 @@ func (nopStore) EndpointSecrets(*models.WebhookEndpoint) (string, string, error)
 func (nopStore) GetEvent(context.Context, string, string) (*models.Event, error) {
 	return nil, models.ErrNotFound
 }
-func (nopStore) InsertDelivery(context.Context, *models.WebhookDelivery) error { return nil }
+func (nopStore) InsertAttempt(context.Context, *models.WebhookDelivery) error { return nil }
+func (nopStore) FinishAttempt(context.Context, *models.WebhookDelivery) error { return nil }
 
 // attemptsCounted returns recordhub_webhook_attempts_total{outcome}.
 func attemptsCounted(t *testing.T, g prometheus.Gatherer, outcome string) float64 {

@@ -42,7 +42,12 @@ type Store interface {
 	GetEndpoint(ctx context.Context, tenantID, id string) (*models.WebhookEndpoint, error)
 	EndpointSecrets(e *models.WebhookEndpoint) (current, previous string, err error)
 	GetEvent(ctx context.Context, tenantID, id string) (*models.Event, error)
-	InsertDelivery(ctx context.Context, d *models.WebhookDelivery) error
+	// InsertAttempt writes an attempt's row, in flight before its request
+	// is sent or finished when none is sent, and marks the same run's
+	// earlier attempts still in flight worker_lost.
+	InsertAttempt(ctx context.Context, d *models.WebhookDelivery) error
+	// FinishAttempt writes the outcome into a row written in flight.
+	FinishAttempt(ctx context.Context, d *models.WebhookDelivery) error
 }
 
 // DefaultTimeout is the per-attempt timeout (RECORDHUB_WEBHOOK_TIMEOUT).
@@ -160,7 +165,8 @@ type AttemptInput struct {
 // AttemptOutput reports an attempt. A successful Attempt returns it; a
 // failed one returns an error whose details hold it (see ErrTypeDeliveryFailed).
 type AttemptOutput struct {
-	// DeliveryID is the attempt's webhook_deliveries row.
+	// DeliveryID is the attempt's webhook_deliveries row; "" when its
+	// in-flight row could not be written (and nothing was sent).
 	DeliveryID string
 	Attempt    int
 	// StatusCode is the receiver's HTTP status; 0 when there was none.
@@ -170,13 +176,22 @@ type AttemptOutput struct {
 }
 
 // Attempt is the delivery activity: it sends the event to the endpoint once
-// and writes one webhook_deliveries row, whatever happens. A 2xx returns
+// and leaves one webhook_deliveries row, whatever happens. A 2xx returns
 // nil. Other answers and network failures return a retryable
 // ErrTypeDeliveryFailed error, so Temporal retries; a blocked destination
 // and a deleted or disabled endpoint (or a vanished event) return
-// non-retryable errors. When the row cannot be written, Attempt returns a
-// retryable ErrTypeStore error even if the receiver accepted the event:
-// every attempt must have its row, and receivers dedupe on X-Webhook-Id.
+// non-retryable errors.
+//
+// Every attempt that may reach the receiver has its row even if the worker
+// dies mid-request (SPEC §11): the row is written in flight, with the
+// request as it will be sent, before the request leaves, and updated by its
+// id with the outcome after; the next attempt of the run marks a row left
+// in flight worker_lost. That costs one INSERT and one UPDATE by primary key
+// per attempt that sends; an attempt that sends nothing writes its row once.
+// When the in-flight row cannot be written nothing is sent; when the outcome
+// cannot be written, even after the receiver accepted the event: both
+// return a retryable ErrTypeStore error, and receivers dedupe on
+// X-Webhook-Id.
 func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput, error) {
 	info := attemptInfo(ctx)
 	begin := time.Now()
@@ -191,7 +206,17 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 		replayOf := in.ReplayOf
 		row.ReplayOf = &replayOf
 	}
-	f := d.send(ctx, in, info.attempt, row)
+	req, f := d.prepare(ctx, in, info.attempt, row)
+	inFlight := f == nil
+	if inFlight {
+		if err := d.insertInFlight(ctx, row); err != nil {
+			d.metrics.observe(DeliveryErrInternal, time.Since(begin))
+			out := AttemptOutput{Attempt: row.Attempt, Error: DeliveryErrInternal}
+			return out, temporal.NewApplicationErrorWithCause("record delivery attempt before sending: "+err.Error(), ErrTypeStore, err, out)
+		}
+		f = d.send(ctx, req, row)
+	}
+	row.Succeeded = f == nil
 	row.FinishedAt = d.now()
 	row.DurationMS = ms(time.Since(begin))
 
@@ -209,7 +234,11 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 	// deadline may be the very timeout that failed the attempt.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := d.store.InsertDelivery(wctx, row); err != nil {
+	write := d.store.InsertAttempt
+	if inFlight {
+		write = d.store.FinishAttempt
+	}
+	if err := write(wctx, row); err != nil {
 		return out, temporal.NewApplicationErrorWithCause("record delivery attempt: "+err.Error(), ErrTypeStore, err, out)
 	}
 	switch {
@@ -222,51 +251,45 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 	}
 }
 
-// send makes the attempt and fills row with what was sent and received.
-// It returns nil on success, else what went wrong, also written into row.
-func (d *Deliverer) send(ctx context.Context, in AttemptInput, attempt int, row *models.WebhookDelivery) (f *failure) {
-	var (
-		tr       timing
-		timedOut bool
-		err      error
-	)
-	defer func() {
-		row.Succeeded = err == nil
-		if err != nil {
-			c := classify(err, d.timeout, timedOut, tr.handshakeFailed())
-			row.Error, row.ErrorMessage = c.code, storable(c.message, maxMessage)
-			f = &c
-		}
-	}()
+// insertInFlight writes row as in flight: what is about to be sent, no
+// outcome yet. row itself keeps no trace of that state, so that the
+// outcome written later is all that send put into it.
+func (d *Deliverer) insertInFlight(ctx context.Context, row *models.WebhookDelivery) error {
+	pre := *row
+	pre.Error = models.DeliveryErrInFlight
+	pre.ErrorMessage = "the request is being sent; the outcome is written when it ends"
+	pre.FinishedAt = pre.StartedAt
+	return d.store.InsertAttempt(ctx, &pre)
+}
+
+// prepare loads what the attempt sends and builds its request, filling row
+// with the request as it will be sent. A non-nil failure, also written into
+// row, means nothing is to be sent.
+func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, row *models.WebhookDelivery) (req *http.Request, f *failure) {
+	fail := func(err error) (*http.Request, *failure) { return nil, d.fail(row, err, false, nil) }
 
 	ev, err := d.store.GetEvent(ctx, in.TenantID, in.EventID)
 	if errors.Is(err, models.ErrNotFound) {
-		err = errEventGone
-		return
+		return fail(errEventGone)
 	}
 	if err != nil {
-		err = &internalError{"load the event", err}
-		return
+		return fail(&internalError{"load the event", err})
 	}
 	row.EventType = ev.Type
 	ep, err := d.store.GetEndpoint(ctx, in.TenantID, in.EndpointID)
 	if errors.Is(err, models.ErrNotFound) {
-		err = errEndpointGone
-		return
+		return fail(errEndpointGone)
 	}
 	if err != nil {
-		err = &internalError{"load the endpoint", err}
-		return
+		return fail(&internalError{"load the endpoint", err})
 	}
 	row.RequestURL = ep.URL
 	if !ep.Enabled {
-		err = errEndpointDisabled
-		return
+		return fail(errEndpointDisabled)
 	}
 	current, previous, err := d.store.EndpointSecrets(ep)
 	if err != nil {
-		err = &internalError{"open the endpoint's secret", err}
-		return
+		return fail(&internalError{"open the endpoint's secret", err})
 	}
 
 	// The URL was checked at subscription time; the rules that need no DNS
@@ -276,10 +299,9 @@ func (d *Deliverer) send(ctx context.Context, in AttemptInput, attempt int, row 
 	// The body is the stored payload, byte for byte: the signatures cover
 	// exactly these bytes, and the row keeps them so they can be checked again.
 	body := []byte(ev.Payload)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
 	if err != nil {
-		err = asBlocked(blocked, err)
-		return
+		return fail(asBlocked(blocked, err))
 	}
 	setHeaders(req.Header, signedMessage{
 		EventID: ev.ID, EventType: ev.Type, Attempt: attempt, Timestamp: d.now().Unix(),
@@ -288,17 +310,21 @@ func (d *Deliverer) send(ctx context.Context, in AttemptInput, attempt int, row 
 	row.RequestHeaders = sentHeaders(req)
 	row.RequestBody = ev.Payload
 	if blocked != nil {
-		err = asBlocked(blocked, nil)
-		return
+		return fail(asBlocked(blocked, nil))
 	}
+	return req, nil
+}
 
+// send sends req and fills row with what came back. It returns nil on
+// success, else what went wrong, also written into row.
+func (d *Deliverer) send(ctx context.Context, req *http.Request, row *models.WebhookDelivery) *failure {
+	var tr timing
 	reqCtx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	defer tr.fill(row)
 	resp, err := d.client.Do(req.WithContext(httptrace.WithClientTrace(reqCtx, tr.trace())))
 	if err != nil {
-		timedOut = errors.Is(reqCtx.Err(), context.DeadlineExceeded)
-		return
+		return d.fail(row, err, errors.Is(reqCtx.Err(), context.DeadlineExceeded), tr.handshakeFailed())
 	}
 	defer resp.Body.Close()
 	row.ResponseStatus = &resp.StatusCode
@@ -310,9 +336,16 @@ func (d *Deliverer) send(ctx context.Context, in AttemptInput, attempt int, row 
 	// that sends more than that loses its connection instead.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		err = &statusError{resp.StatusCode}
+		return d.fail(row, &statusError{resp.StatusCode}, false, nil)
 	}
-	return
+	return nil
+}
+
+// fail classifies err and writes it into row.
+func (d *Deliverer) fail(row *models.WebhookDelivery, err error, timedOut bool, tlsErr error) *failure {
+	c := classify(err, d.timeout, timedOut, tlsErr)
+	row.Error, row.ErrorMessage = c.code, storable(c.message, maxMessage)
+	return &c
 }
 
 // asBlocked makes a refused URL a blocked destination.

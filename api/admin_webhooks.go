@@ -198,8 +198,11 @@ type deliveryJSON struct {
 	TLSMS          *float64  `json:"tls_ms"`
 	FirstByteMS    *float64  `json:"first_byte_ms"`
 	StartedAt      time.Time `json:"started_at"`
-	FinishedAt     time.Time `json:"finished_at"`
-	Succeeded      bool      `json:"succeeded"`
+	// FinishedAt is null while the attempt is in flight (error
+	// "in_flight"): its request may be at the receiver, its outcome is not
+	// known yet (SPEC §11).
+	FinishedAt *time.Time `json:"finished_at"`
+	Succeeded  bool       `json:"succeeded"`
 }
 
 // deliveryFullJSON is one attempt in full. Its members are never left out,
@@ -218,7 +221,10 @@ func deliveryOut(d *models.WebhookDelivery) deliveryJSON {
 		ID: d.ID, EventID: d.EventID, EventType: d.EventType, EndpointID: d.EndpointID, WorkflowID: d.WorkflowID,
 		RunID: d.RunID, Attempt: d.Attempt, ReplayOf: d.ReplayOf, RequestURL: d.RequestURL, ResponseStatus: d.ResponseStatus,
 		RemoteIP: d.RemoteIP, DurationMS: d.DurationMS, DNSMS: d.DNSMS, ConnectMS: d.ConnectMS, TLSMS: d.TLSMS,
-		FirstByteMS: d.FirstByteMS, StartedAt: d.StartedAt, FinishedAt: d.FinishedAt, Succeeded: d.Succeeded,
+		FirstByteMS: d.FirstByteMS, StartedAt: d.StartedAt, Succeeded: d.Succeeded,
+	}
+	if !d.InFlight() {
+		out.FinishedAt = &d.FinishedAt
 	}
 	if d.Error != "" {
 		out.Error, out.ErrorMessage = &d.Error, &d.ErrorMessage

@@ -575,6 +575,59 @@ func TestWebhookDeliveries(t *testing.T) {
 	})
 }
 
+// TestWebhookDeliveryInFlight: an attempt whose request is being sent (or
+// whose worker died sending it) is listed and read as in flight: error
+// "in_flight", not succeeded, finished_at null; once a later attempt found
+// it, as worker_lost with a finish time.
+func TestWebhookDeliveryInFlight(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		ep := e.createEndpoint(map[string]any{"url": "https://hooks.example.com/a", "events": []string{"record_created"}})["id"].(string)
+		started := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
+		row := func(attempt int, code string) *models.WebhookDelivery {
+			r := &models.WebhookDelivery{
+				TenantID: e.tenantID, EventID: "evt_a", EventType: models.EventRecordCreated, EndpointID: ep,
+				WorkflowID: "webhook-delivery/evt_a/" + ep, RunID: "run-1", Attempt: attempt,
+				RequestURL: "https://hooks.example.com/a", RequestHeaders: models.Headers{"X-Webhook-Id": {"evt_a"}},
+				RequestBody: `{"id":"evt_a"}`, ResponseHeaders: models.Headers{},
+				Error: code, ErrorMessage: "message", StartedAt: started.Add(time.Duration(attempt) * time.Second),
+			}
+			r.FinishedAt = r.StartedAt
+			if err := e.store.InsertDelivery(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		lost, inFlight := row(1, models.DeliveryErrWorkerLost), row(2, models.DeliveryErrInFlight)
+
+		var page deliveryPage
+		e.call("GET", "/api/admin/webhook-deliveries?succeeded=false", e.admin, nil).want(200).decode(&page)
+		if diff := cmp.Diff([]string{inFlight.ID, lost.ID}, page.ids()); diff != "" {
+			t.Fatalf("unsucceeded attempts (-want +got):\n%s", diff)
+		}
+		type state struct {
+			Error, FinishedAt, ResponseStatus any
+			Succeeded                         any
+		}
+		listed := page.Data[0]
+		if diff := cmp.Diff(state{"in_flight", nil, nil, false}, state{listed["error"], listed["finished_at"], listed["response_status"], listed["succeeded"]}); diff != "" {
+			t.Errorf("listed in-flight attempt (-want +got):\n%s", diff)
+		}
+		full := e.call("GET", "/api/admin/webhook-deliveries/"+inFlight.ID, e.admin, nil).want(200).json()
+		if diff := cmp.Diff(state{"in_flight", nil, nil, false}, state{full["error"], full["finished_at"], full["response_status"], full["succeeded"]}); diff != "" {
+			t.Errorf("in-flight attempt (-want +got):\n%s", diff)
+		}
+		if full["request_body"] != inFlight.RequestBody || !cmp.Equal(full["request_headers"], jsonValue(t, inFlight.RequestHeaders)) {
+			t.Errorf("in-flight attempt's request %v %v, want what is being sent", full["request_headers"], full["request_body"])
+		}
+		got := e.call("GET", "/api/admin/webhook-deliveries/"+lost.ID, e.admin, nil).want(200).json()
+		if got["error"] != "worker_lost" || got["succeeded"] != false || !answeredAt(t, got["finished_at"], lost.FinishedAt) {
+			t.Errorf("worker_lost attempt: error %v, succeeded %v, finished_at %v; want worker_lost, false, %v",
+				got["error"], got["succeeded"], got["finished_at"], lost.FinishedAt)
+		}
+	})
+}
+
 // answeredAt reports whether an answered date-time is the instant want.
 func answeredAt(t *testing.T, answered any, want time.Time) bool {
 	t.Helper()

@@ -48,9 +48,30 @@ const (
 	DeliveryErrEndpointGone       = "endpoint_gone"
 	DeliveryErrEndpointDisabled   = "endpoint_disabled"
 	DeliveryErrConnection         = "connection"
+	// DeliveryErrInFlight marks an attempt whose request is being sent:
+	// its row is written before the request leaves (SPEC §11) and given
+	// the attempt's outcome afterwards. An error code rather than a column
+	// of its own: a row shows one state, the API shows it where readers
+	// already look (error, succeeded false), and no migration is needed.
+	DeliveryErrInFlight = "in_flight"
+	// DeliveryErrWorkerLost: the attempt's outcome was never recorded (its
+	// worker died, or could not write it), so the receiver may or may not
+	// have received the request. A later attempt of the same workflow run
+	// sets it on the rows it finds still in flight.
+	DeliveryErrWorkerLost = "worker_lost"
 )
 
+// workerLostMessage is the error message of a worker_lost row.
+const workerLostMessage = "the attempt's outcome was never recorded (its worker stopped or could not write it); " +
+	"the receiver may have received the request, and later attempts send the same webhook id"
+
 // WebhookDelivery is one attempt to deliver an event to an endpoint.
+//
+// An attempt that sends a request has its row written twice, under one id:
+// in flight (Error DeliveryErrInFlight) with the request as it will be sent,
+// before it is sent, then with its outcome (FinishAttempt). Until then
+// FinishedAt equals StartedAt: finished_at is NOT NULL, and making it
+// nullable would rebuild the table on SQLite; InFlight tells the two apart.
 type WebhookDelivery struct {
 	ID              string `gorm:"primaryKey"`
 	TenantID        string
@@ -93,6 +114,72 @@ func (s *Store) InsertDelivery(ctx context.Context, d *WebhookDelivery) error {
 	err := s.write(ctx, func(tx *gorm.DB) error { return tx.Create(d).Error })
 	if err != nil {
 		return fmt.Errorf("insert delivery: %w", err)
+	}
+	return nil
+}
+
+// InFlight reports whether the attempt's outcome is not recorded yet: its
+// request is being sent, or its worker died while sending it and no later
+// attempt has noticed.
+func (d *WebhookDelivery) InFlight() bool { return d.Error == DeliveryErrInFlight }
+
+// InsertAttempt stores the row of a delivery attempt: in flight, before its
+// request is sent, or finished when it sends none (its endpoint is gone, its
+// destination is blocked). A missing id is generated.
+//
+// In the same transaction, rows of earlier attempts of the same workflow run
+// that are still in flight become worker_lost, finished when d started:
+// Temporal starts attempt n only after attempt n-1 ended, so an earlier row
+// still in flight is one whose worker died mid-request. Should that worker
+// be alive after all and record its outcome late, FinishAttempt overwrites
+// worker_lost with it: the real outcome is the better record. The lookup
+// names the event and endpoint, which every workflow id is derived from, so
+// it is served by webhook_deliveries_event_idx over a few rows; first
+// attempts skip it.
+func (s *Store) InsertAttempt(ctx context.Context, d *WebhookDelivery) error {
+	if d.ID == "" {
+		d.ID = NewID(PrefixDelivery)
+	}
+	d.ResponseBody = storableText(d.ResponseBody, MaxResponseBody)
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		if d.Attempt > 1 && d.WorkflowID != "" {
+			err := tx.Model(&WebhookDelivery{}).
+				Where("event_id = ? AND endpoint_id = ? AND workflow_id = ? AND run_id = ? AND attempt < ? AND error = ?",
+					d.EventID, d.EndpointID, d.WorkflowID, d.RunID, d.Attempt, DeliveryErrInFlight).
+				Updates(map[string]any{"error": DeliveryErrWorkerLost, "error_message": workerLostMessage, "finished_at": d.StartedAt}).Error
+			if err != nil {
+				return fmt.Errorf("mark lost attempts: %w", err)
+			}
+		}
+		return tx.Create(d).Error
+	})
+	if err != nil {
+		return fmt.Errorf("insert delivery attempt: %w", err)
+	}
+	return nil
+}
+
+// FinishAttempt records the outcome of an attempt whose row InsertAttempt
+// wrote in flight: one UPDATE by primary key of the outcome's columns. The
+// request's columns are left as written before it was sent.
+func (s *Store) FinishAttempt(ctx context.Context, d *WebhookDelivery) error {
+	d.ResponseBody = storableText(d.ResponseBody, MaxResponseBody)
+	var n int64
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&WebhookDelivery{}).Where("id = ?", d.ID).Updates(map[string]any{
+			"response_status": d.ResponseStatus, "response_headers": d.ResponseHeaders, "response_body": d.ResponseBody,
+			"error": d.Error, "error_message": d.ErrorMessage, "remote_ip": d.RemoteIP,
+			"duration_ms": d.DurationMS, "dns_ms": d.DNSMS, "connect_ms": d.ConnectMS, "tls_ms": d.TLSMS,
+			"first_byte_ms": d.FirstByteMS, "finished_at": d.FinishedAt, "succeeded": d.Succeeded,
+		})
+		n = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return fmt.Errorf("finish delivery attempt: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("finish delivery attempt %s: %w", d.ID, ErrNotFound)
 	}
 	return nil
 }
