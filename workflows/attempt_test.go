@@ -70,7 +70,7 @@ func TestDeliveryRealAttempts(t *testing.T) {
 	env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
 		starts = append(starts, env.Now().Sub(begin))
 	})
-	env.ExecuteWorkflow(Delivery, in)
+	env.ExecuteWorkflow(DeliveryWorkflowName, in)
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}

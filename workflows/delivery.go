@@ -155,11 +155,10 @@ func retryMax(n int) int {
 // its webhook_deliveries row.
 func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, error) {
 	ctx = workflow.WithActivityOptions(ctx, activityOptions(in))
-	var (
-		a   *activities.Deliverer
-		res activities.AttemptOutput
-	)
-	err := workflow.ExecuteActivity(ctx, a.Attempt, activities.AttemptInput{
+	// By its pinned name, with the typed input and output of
+	// activities.Deliverer.Attempt.
+	var res activities.AttemptOutput
+	err := workflow.ExecuteActivity(ctx, AttemptActivityName, activities.AttemptInput{
 		TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID, ReplayOf: in.ReplayOf,
 	}).Get(ctx, &res)
 	if err == nil {

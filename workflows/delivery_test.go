@@ -81,7 +81,7 @@ func runDelivery(t *testing.T, in DeliveryInput, attempt attemptFunc) run {
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{TaskQueue: testQueue})
 	Register(env, &activities.Deliverer{})
 	var r run
-	env.OnActivity("Attempt", mock.Anything, mock.Anything).Return(
+	env.OnActivity(AttemptActivityName, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, got activities.AttemptInput) (activities.AttemptOutput, error) {
 			want := activities.AttemptInput{TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID, ReplayOf: in.ReplayOf}
 			if got != want {
@@ -94,7 +94,7 @@ func runDelivery(t *testing.T, in DeliveryInput, attempt attemptFunc) run {
 		r.starts = append(r.starts, env.Now().Sub(start))
 		r.infos = append(r.infos, *info)
 	})
-	env.ExecuteWorkflow(Delivery, in)
+	env.ExecuteWorkflow(DeliveryWorkflowName, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
@@ -289,7 +289,7 @@ func TestLastAttempt(t *testing.T) {
 			Message: "activity error",
 			Cause:   fc.ErrorToFailure(cause),
 			FailureInfo: &failurepb.Failure_ActivityFailureInfo{ActivityFailureInfo: &failurepb.ActivityFailureInfo{
-				ActivityType: &commonpb.ActivityType{Name: "Attempt"}, RetryState: state,
+				ActivityType: &commonpb.ActivityType{Name: AttemptActivityName}, RetryState: state,
 			}},
 		})
 	}

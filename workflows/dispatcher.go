@@ -105,9 +105,9 @@ type Dispatcher struct {
 	Lease time.Duration
 
 	observed time.Time
-	// startFailed is set by a round whose start failed, cleared by one
-	// whose starts all succeeded.
-	startFailed bool
+	// ambiguous is set by a round whose start failed in a way that may
+	// have started the workflow anyway, cleared by a round without one.
+	ambiguous bool
 }
 
 // Run dispatches events until ctx ends: when this process commits events,
@@ -170,21 +170,25 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	// Starts are eager: the first workflow task comes back in the start's
 	// answer to this process's worker (the SDK falls back to the task
 	// queue when the worker has no free slot), so each worker runs what
-	// its dispatcher claimed. After a failed start, until a round starts
-	// cleanly, they go through the task queue instead: a start whose
-	// answer was lost (a restarting Temporal answers "deadline exceeded"
-	// to starts it did make) would leave its eager task with no worker
+	// its dispatcher claimed. After a start whose answer was lost (a
+	// restarting Temporal answers "deadline exceeded" to starts it did
+	// make), until a round goes by without one, they go through the task
+	// queue instead: a lost answer leaves its eager task with no worker
 	// until the task's timeout (10 s), where through the task queue it
-	// waits only for a poller. README, "Running in production", has the
-	// measurements behind this.
-	eager := !d.startFailed
+	// waits only for a poller. A start that never reached Temporal
+	// (unavailable: connection refused) is no reason: after an outage the
+	// pollers are still backing off (the SDK waits up to 10 s between
+	// failed polls), and only eager starts skip them. README, "Running in
+	// production", has the measurements behind this.
+	eager := !d.ambiguous
 	subs := &subscriptions{store: d.Store}
 	var (
-		wg     sync.WaitGroup
-		sem    = make(chan struct{}, positiveOr(d.Concurrency, DefaultConcurrency))
-		errs   = make([]error, len(events))
-		done   = make([]bool, len(events))
-		failed atomic.Bool
+		wg        sync.WaitGroup
+		sem       = make(chan struct{}, positiveOr(d.Concurrency, DefaultConcurrency))
+		errs      = make([]error, len(events))
+		done      = make([]bool, len(events))
+		failed    atomic.Bool
+		ambiguous atomic.Bool
 	)
 	for i := range events {
 		sem <- struct{}{}
@@ -196,13 +200,16 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 			defer func() { <-sem }()
 			if errs[i] = d.dispatch(ctx, subs, &events[i], eager); errs[i] != nil {
 				failed.Store(true)
+				if answerLost(errs[i]) {
+					ambiguous.Store(true)
+				}
 				return
 			}
 			done[i] = true
 		})
 	}
 	wg.Wait()
-	d.startFailed = failed.Load()
+	d.ambiguous = ambiguous.Load()
 	var marked, left []string
 	for i, ev := range events {
 		if done[i] {
@@ -224,6 +231,18 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	}
 	d.log().Debug("outbox round", "claimed", len(events), "started", len(marked), "eager", eager, "took", time.Since(began))
 	return len(marked), errors.Join(errs...)
+}
+
+// answerLost tells whether a failed start may have reached Temporal and
+// started the workflow: its deadline passed, or it was cut off, before the
+// answer came. Refused connections and Temporal's own refusals did not.
+func answerLost(err error) bool {
+	var (
+		deadline *serviceerror.DeadlineExceeded
+		canceled *serviceerror.Canceled
+	)
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.As(err, &deadline) || errors.As(err, &canceled)
 }
 
 // subscriptions looks up the endpoints subscribed to events once per
@@ -273,7 +292,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *mode
 		}
 		id := WorkflowID(ev.ID, eps[i].ID)
 		sctx, cancel := context.WithTimeout(ctx, startTimeout)
-		_, err = d.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(d.TaskQueue, DefaultTaskQueue), in, eager), Delivery, in)
+		_, err = d.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(d.TaskQueue, DefaultTaskQueue), in, eager), DeliveryWorkflowName, in)
 		cancel()
 		var already *serviceerror.WorkflowExecutionAlreadyStarted
 		switch {

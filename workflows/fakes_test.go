@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -113,8 +112,8 @@ func (f *fakeStarter) ExecuteWorkflow(ctx context.Context, opts client.StartWork
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := start{opts: opts}
-	if reflect.ValueOf(wf).Pointer() != reflect.ValueOf(Delivery).Pointer() {
-		c.err = fmt.Errorf("workflow %v is not Delivery", wf)
+	if wf != DeliveryWorkflowName {
+		c.err = fmt.Errorf("workflow %v is not %s", wf, DeliveryWorkflowName)
 	} else if len(args) != 1 {
 		c.err = fmt.Errorf("%d workflow arguments", len(args))
 	} else if in, ok := args[0].(DeliveryInput); !ok {

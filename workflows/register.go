@@ -1,14 +1,32 @@
 package workflows
 
 import (
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/recordhub/recordhub/activities"
 )
 
-// Register registers the Delivery workflow and d's activities (Attempt)
-// with a worker polling the deliveries' task queue.
+// The names Temporal knows the delivery workflow and its activity by. They
+// are in every history and every running execution, so they are pinned
+// here rather than derived from Go identifiers: renaming Delivery or
+// Deliverer.Attempt must not orphan running deliveries. They are the names
+// the SDK derived before they were pinned; never change them.
+const (
+	DeliveryWorkflowName = "Delivery"
+	AttemptActivityName  = "Attempt"
+)
+
+// Register registers the Delivery workflow and d's Attempt activity, under
+// their pinned names, with a worker polling the deliveries' task queue.
 func Register(w worker.Registry, d *activities.Deliverer) {
-	w.RegisterWorkflow(Delivery)
-	w.RegisterActivity(d)
+	registerWorkflows(w)
+	w.RegisterActivityWithOptions(d.Attempt, activity.RegisterOptions{Name: AttemptActivityName})
+}
+
+// registerWorkflows registers the workflows under their pinned names: the
+// worker's registration, which the history replay test shares.
+func registerWorkflows(w worker.WorkflowRegistry) {
+	w.RegisterWorkflowWithOptions(Delivery, workflow.RegisterOptions{Name: DeliveryWorkflowName})
 }

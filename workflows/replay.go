@@ -58,7 +58,7 @@ func (r *Replayer) Replay(ctx context.Context, d *models.WebhookDelivery) (workf
 	}
 	sctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	run, err := r.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(r.TaskQueue, DefaultTaskQueue), in, true), Delivery, in)
+	run, err := r.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(r.TaskQueue, DefaultTaskQueue), in, true), DeliveryWorkflowName, in)
 	if err != nil {
 		// The SDK retries an unreachable server until the deadline; a
 		// client that never connected fails at once.

@@ -1,0 +1,236 @@
+// Recorded histories of the Delivery workflow: TestReplayRecordedHistories
+// replays every testdata/*.json file on each `make test`, so a change to the
+// workflow that would break its running executions (a new, removed or
+// reordered command, a renamed workflow) fails there instead of in
+// production. Such a change needs workflow.GetVersion.
+//
+// To record the histories, against a real Temporal server run in-process:
+//
+//	RECORDHUB_RECORD_HISTORIES=1 go test ./workflows -run TestRecordHistories -count=1 -v
+//
+// The recorder writes only files that do not exist yet: a recorded history
+// stands for executions that may still be running, and stays. After a
+// versioned change, add cases with new file names for the new code path.
+package workflows
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/recordhub/recordhub/activities"
+)
+
+// recordEnv is the environment variable that turns the recorder on.
+const recordEnv = "RECORDHUB_RECORD_HISTORIES"
+
+// historyCase is one recorded delivery.
+type historyCase struct {
+	// file is the history's file name under testdata.
+	file string
+	// workflowID is the execution's id (a replay's has its own form).
+	workflowID string
+	in         DeliveryInput
+	// attempt plays the attempt activity.
+	attempt attemptFunc
+	// want is the result, or a failed delivery's error details.
+	want   DeliveryOutput
+	failed bool
+}
+
+// historyCases are the recorded deliveries: one per way a delivery ends.
+func historyCases() []historyCase {
+	// Short delays, so that recording the retries takes seconds.
+	quick := RetryPolicy{Initial: time.Second, MaxInterval: 2 * time.Second, AttemptTimeout: 5 * time.Second}
+	in := func(eventID string, retryMax int) DeliveryInput {
+		return DeliveryInput{
+			TenantID: "ten_hist", EventID: eventID, EventType: "record_created", EndpointID: "whe_hist",
+			ModuleID: "mod_hist", RecordID: "rec_hist", RetryMax: retryMax, Policy: quick,
+		}
+	}
+	replay := in("evt_replayed", 5)
+	replay.ReplayOf = "whd_replayed"
+	return []historyCase{
+		{
+			file: "delivery_success.json", workflowID: WorkflowID("evt_success", "whe_hist"),
+			in: in("evt_success", 5), attempt: succeedingAt(1),
+			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true},
+		},
+		{
+			file: "delivery_retried.json", workflowID: WorkflowID("evt_retried", "whe_hist"),
+			in: in("evt_retried", 5), attempt: succeedingAt(3),
+			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 204, Succeeded: true},
+		},
+		{
+			file: "delivery_exhausted.json", workflowID: WorkflowID("evt_exhausted", "whe_hist"),
+			in: in("evt_exhausted", 3), attempt: failing,
+			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 500, Error: "http_status"}, failed: true,
+		},
+		{
+			file: "delivery_refused.json", workflowID: WorkflowID("evt_refused", "whe_hist"),
+			in: in("evt_refused", 5), attempt: refusing(activities.ErrTypeEndpointGone),
+			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", Error: activities.ErrTypeEndpointGone}, failed: true,
+		},
+		{
+			file: "delivery_replay.json", workflowID: ReplayWorkflowID("evt_replayed", "whe_hist", 1),
+			in: replay, attempt: succeedingAt(1),
+			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true},
+		},
+	}
+}
+
+// pinnedWorkflowNames are the names registerWorkflows registers.
+var pinnedWorkflowNames = []string{DeliveryWorkflowName}
+
+// TestReplayRecordedHistories replays every recorded history with the
+// workflow registered as the worker registers it: a non-deterministic
+// change to Delivery, or a change of its pinned name, fails here.
+func TestReplayRecordedHistories(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range historyCases() {
+		if !slices.Contains(files, filepath.Join("testdata", c.file)) {
+			t.Errorf("testdata/%s is missing: record it with %s=1 go test ./workflows -run TestRecordHistories", c.file, recordEnv)
+		}
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			// The replayer also finds a workflow by its Go function's name,
+			// so it would not notice a changed DeliveryWorkflowName: check
+			// the recorded name against the pinned ones.
+			if got := recordedWorkflowType(t, f); !slices.Contains(pinnedWorkflowNames, got) {
+				t.Errorf("%s records workflow type %q, want one of the pinned %q", f, got, pinnedWorkflowNames)
+			}
+			r := worker.NewWorkflowReplayer()
+			registerWorkflows(r)
+			if err := r.ReplayWorkflowHistoryFromJSONFile(testLogger(t), f); err != nil {
+				t.Errorf("replay of %s: %v", f, err)
+			}
+		})
+	}
+}
+
+// recordedWorkflowType returns the workflow type of the history in file.
+func recordedWorkflowType(t *testing.T, file string) string {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	if err != nil {
+		t.Fatalf("read %s: %v", file, err)
+	}
+	if len(hist.GetEvents()) == 0 {
+		t.Fatalf("%s holds no events", file)
+	}
+	return hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName()
+}
+
+// TestRecordHistories records the histories of historyCases: the real
+// Delivery workflow, started as the dispatcher starts it, with the attempt
+// activity played by each case's attemptFunc, on an in-process Temporal
+// server. It runs only when RECORDHUB_RECORD_HISTORIES is set.
+func TestRecordHistories(t *testing.T) {
+	if os.Getenv(recordEnv) == "" {
+		t.Skipf("set %s=1 to record the workflow histories in testdata", recordEnv)
+	}
+	ctx := t.Context()
+	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseClientOptions(client.Options{Logger: testLogger(t)}))
+	c := ts.GetDefaultClient()
+	if err := RegisterSearchAttributes(ctx, c, ts.GetDefaultNamespace()); err != nil {
+		t.Fatal(err)
+	}
+	cases := historyCases()
+	byEvent := map[string]historyCase{}
+	for _, hc := range cases {
+		byEvent[hc.in.EventID] = hc
+	}
+	ts.NewWorker(DefaultTaskQueue, func(r worker.Registry) {
+		registerWorkflows(r)
+		r.RegisterActivityWithOptions(func(ctx context.Context, in activities.AttemptInput) (activities.AttemptOutput, error) {
+			hc, ok := byEvent[in.EventID]
+			want := activities.AttemptInput{TenantID: hc.in.TenantID, EventID: hc.in.EventID, EndpointID: hc.in.EndpointID, ReplayOf: hc.in.ReplayOf}
+			if !ok || in != want {
+				return activities.AttemptOutput{}, temporal.NewNonRetryableApplicationError("unexpected attempt input", "TestError", nil, in)
+			}
+			return hc.attempt(int(activity.GetInfo(ctx).Attempt))
+		}, activity.RegisterOptions{Name: AttemptActivityName})
+	})
+	if err := os.MkdirAll("testdata", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, hc := range cases {
+		t.Run(hc.file, func(t *testing.T) {
+			path := filepath.Join("testdata", hc.file)
+			hist := recordDelivery(t, c, hc)
+			if _, err := os.Stat(path); err == nil {
+				t.Logf("kept the existing %s (delete it to record it again)", path)
+				return
+			}
+			b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("wrote %s: %d events", path, len(hist.GetEvents()))
+		})
+	}
+}
+
+// recordDelivery runs hc's delivery to its end, checks its outcome and
+// returns its history.
+func recordDelivery(t *testing.T, c client.Client, hc historyCase) *historypb.History {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, startOptions(hc.workflowID, DefaultTaskQueue, hc.in, true), DeliveryWorkflowName, hc.in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got DeliveryOutput
+	err = run.Get(ctx, &got)
+	if hc.failed {
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.Type() != DeliveryFailedErrorType {
+			t.Fatalf("workflow error %v, want one of type %s", err, DeliveryFailedErrorType)
+		}
+		if err := appErr.Details(&got); err != nil {
+			t.Fatal(err)
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(hc.want, got); diff != "" {
+		t.Fatalf("outcome (-want +got):\n%s", diff)
+	}
+	hist := &historypb.History{}
+	iter := c.GetWorkflowHistory(ctx, hc.workflowID, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist.Events = append(hist.Events, ev)
+	}
+	return hist
+}
