@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/common"
 
 	"github.com/recordhub/recordhub/cmd/internal/pgtemporal"
 	"github.com/recordhub/recordhub/models"
@@ -154,18 +156,36 @@ func sumOf(m map[string]float64) float64 {
 	return s
 }
 
+// namespaceID is the id of srv's namespace, which workflow ids hash to
+// shards with.
+func namespaceID(t *testing.T, srv *pgtemporal.Server) string {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: srv.Address(), Namespace: srv.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ns, err := c.WorkflowService().DescribeNamespace(t.Context(), &workflowservice.DescribeNamespaceRequest{Namespace: srv.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns.GetNamespaceInfo().GetId()
+}
+
 // TestProductionShape (SPEC §9) runs the production shape: one API
 // replica and two workers on PostgreSQL and Redis against a separate
 // Temporal server on PostgreSQL, all sharing one task queue. A burst of
 // record changes is delivered exactly once each, both workers make at
 // least 35 % of the attempts, and fewer than 1 % of starts are refused as
 // already started. Then Temporal is killed: the API stays ready and takes
-// writes, and their events arrive within 2 s of Temporal answering again.
+// writes, and their events arrive within 2 s of Temporal answering again
+// (starting workflows on every shard).
 func TestProductionShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Temporal server: not in -short")
 	}
 	srv := startTemporal(t)
+	nsID := namespaceID(t, srv)
 	cfg := webhookConfig(t, models.Postgres)
 	cfg.RedisURL = storetest.RedisURL()
 	cfg.TemporalAddress, cfg.TemporalNamespace = srv.Address(), srv.Namespace()
@@ -247,35 +267,48 @@ func TestProductionShape(t *testing.T) {
 	}
 
 	// Temporal comes back. It answers again when a workflow can be started
-	// (its frontend answers health checks earlier, before history is
-	// ready): a client of our own starts throwaway workflows to note when.
-	answered := make(chan time.Time, 1)
+	// on every history shard (its frontend answers health checks earlier,
+	// before history is ready, and each shard loads on its own): a client
+	// of our own starts throwaway workflows, one id per shard, to note when
+	// the last shard took one.
 	probeCtx, stopProbe := context.WithCancel(t.Context())
 	defer stopProbe()
-	go func() {
-		c, err := client.NewLazyClient(client.Options{HostPort: srv.Address(), Namespace: srv.Namespace()})
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		for i := 0; probeCtx.Err() == nil; i++ {
-			ctx, cancel := context.WithTimeout(probeCtx, 250*time.Millisecond)
-			_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("probe-%d", i), TaskQueue: "probe"}, "Probe")
-			cancel()
-			if err == nil {
-				answered <- time.Now()
-				return
+	c, err := client.NewLazyClient(client.Options{HostPort: srv.Address(), Namespace: srv.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	shardBack := make(chan time.Time, pgtemporal.NumHistoryShards)
+	for shard := range int32(pgtemporal.NumHistoryShards) {
+		go func() {
+			for i := 0; probeCtx.Err() == nil; i++ {
+				id := fmt.Sprintf("probe-%d", i)
+				if common.WorkflowIDToHistoryShard(nsID, id, pgtemporal.NumHistoryShards) != shard+1 {
+					continue
+				}
+				ctx, cancel := context.WithTimeout(probeCtx, 250*time.Millisecond)
+				_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "probe"}, "Probe")
+				cancel()
+				if err == nil {
+					shardBack <- time.Now()
+					return
+				}
 			}
-		}
-	}()
+		}()
+	}
 	if err := srv.Restart(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	var back time.Time
-	select {
-	case back = <-answered:
-	case <-time.After(time.Minute):
-		t.Fatal("Temporal did not start a workflow within a minute of its restart")
+	for range pgtemporal.NumHistoryShards {
+		select {
+		case at := <-shardBack:
+			if at.After(back) {
+				back = at
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("Temporal did not start workflows on every shard within a minute of its restart")
+		}
 	}
 	waitFor(t, "the events written while Temporal was down", time.Minute, func() bool {
 		for _, id := range written {

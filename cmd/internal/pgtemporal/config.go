@@ -68,6 +68,10 @@ func freePorts() (p ports, release func(), err error) {
 	return p, release, nil
 }
 
+// NumHistoryShards is the server's number of history shards: a workflow
+// can be started once the shard its id hashes to is loaded.
+const NumHistoryShards = 4
+
 // serverConfig is what the config template needs.
 type serverConfig struct {
 	Ports             ports
@@ -78,6 +82,7 @@ type serverConfig struct {
 	DynamicConfigFile string
 	// MaxConns and VisibilityMaxConns size each service's pools.
 	MaxConns, VisibilityMaxConns int
+	Shards                       int
 }
 
 // configTemplate has the shape of the server module's
@@ -92,7 +97,7 @@ var configTemplate = template.Must(template.New("config").Funcs(template.FuncMap
 persistence:
   defaultStore: postgres-default
   visibilityStore: postgres-visibility
-  numHistoryShards: 4
+  numHistoryShards: {{.Shards}}
   datastores:
     postgres-default:
       sql:

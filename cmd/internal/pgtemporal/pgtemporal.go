@@ -151,6 +151,7 @@ func (s *Server) start(ctx context.Context, o Options, sqlTool string) error {
 		s.log = newLogTail(o.Log, logLines)
 		err = writeConfig(s.configFile, serverConfig{
 			Ports:              p,
+			Shards:             NumHistoryShards,
 			LogLevel:           cmp.Or(o.LogLevel, "info"),
 			PostgresAddr:       s.pg.addr(),
 			User:               s.pg.user,
