@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/recordhub/recordhub/models"
@@ -117,6 +118,9 @@ func TestAttemptMarksLostAttempt(t *testing.T) {
 
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestWorkflowEnvironment()
+			// The SDK ends a workflow task that runs over 1 s as a deadlock; on a
+			// loaded 2-core CI machine a test's goroutine can wait that long.
+			env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 			env.RegisterWorkflow(retriedAttempt)
 			env.RegisterActivity(d)
 			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: workflowID})

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/models"
@@ -63,6 +64,9 @@ func TestDeliveryRealAttempts(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(testLogger(t))
 	env := s.NewTestWorkflowEnvironment()
+	// The SDK ends a workflow task that runs over 1 s as a deadlock; on a
+	// loaded 2-core CI machine a test's goroutine can wait that long.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	Register(env, d)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID(ev.ID, ep.ID), TaskQueue: DefaultTaskQueue})
 	var starts []time.Duration

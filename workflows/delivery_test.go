@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/recordhub/recordhub/activities"
 )
@@ -78,6 +79,9 @@ func runDelivery(t *testing.T, in DeliveryInput, attempt attemptFunc) run {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(testLogger(t))
 	env := s.NewTestWorkflowEnvironment()
+	// The SDK ends a workflow task that runs over 1 s as a deadlock; on a
+	// loaded 2-core CI machine a test's goroutine can wait that long.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{TaskQueue: testQueue})
 	Register(env, &activities.Deliverer{})
 	var r run
