@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -48,10 +49,21 @@ type Store interface {
 	InsertAttempt(ctx context.Context, d *models.WebhookDelivery) error
 	// FinishAttempt writes the outcome into a row written in flight.
 	FinishAttempt(ctx context.Context, d *models.WebhookDelivery) error
+	// DisableEndpoint disables an endpoint whose receiver answered 410 Gone.
+	DisableEndpoint(ctx context.Context, tenantID, id string) error
 }
 
 // DefaultTimeout is the per-attempt timeout (RECORDHUB_WEBHOOK_TIMEOUT).
 const DefaultTimeout = 30 * time.Second
+
+// The delivery schedule of SPEC §6 (the workflow's retry policy), for
+// placing a receiver's Retry-After when Temporal does not say what the
+// policy is.
+const (
+	DefaultRetryInitial     = 60 * time.Second
+	DefaultRetryMaxInterval = 960 * time.Second
+	retryCoefficient        = 2.0
+)
 
 // Config configures a Deliverer.
 type Config struct {
@@ -74,6 +86,12 @@ type Config struct {
 	// Resolver resolves receivers' names when dialling; nil means
 	// net.DefaultResolver.
 	Resolver *net.Resolver
+	// RetryInitial and RetryMaxInterval are the workflow's schedule
+	// (RECORDHUB_WEBHOOK_RETRY_*), used to place a receiver's Retry-After
+	// only when the activity's info carries no retry policy (older
+	// servers, the SDK's test environment); zero means
+	// DefaultRetryInitial and DefaultRetryMaxInterval.
+	RetryInitial, RetryMaxInterval time.Duration
 }
 
 // Deliverer makes delivery attempts. Register it with the Temporal worker;
@@ -89,6 +107,7 @@ type Deliverer struct {
 	userAgent string
 	now       func() time.Time
 	metrics   *Metrics
+	schedule  schedule
 }
 
 // NewDeliverer returns a Deliverer that reads and writes through store.
@@ -112,6 +131,12 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.RetryInitial <= 0 {
+		cfg.RetryInitial = DefaultRetryInitial
+	}
+	if cfg.RetryMaxInterval <= 0 {
+		cfg.RetryMaxInterval = DefaultRetryMaxInterval
 	}
 	eg := newEgress(cfg.AllowCIDRs)
 	dialer := &net.Dialer{
@@ -150,6 +175,7 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 		userAgent: "recordhub-webhooks/" + cfg.Version,
 		now:       cfg.Now,
 		metrics:   cfg.Metrics,
+		schedule:  schedule{initial: cfg.RetryInitial, coefficient: retryCoefficient, maxInterval: max(cfg.RetryMaxInterval, cfg.RetryInitial)},
 	}, nil
 }
 
@@ -192,6 +218,11 @@ type AttemptOutput struct {
 // cannot be written, even after the receiver accepted the event: both
 // return a retryable ErrTypeStore error, and receivers dedupe on
 // X-Webhook-Id.
+//
+// Receivers' hints (SPEC §10): a Retry-After on a 429 or 503 sets the
+// error's next-retry delay (see nextDelay), so the next attempt is still
+// the same activity's next attempt; a 410 Gone disables the endpoint and
+// returns a non-retryable ErrTypeReceiverGone error.
 func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput, error) {
 	info := attemptInfo(ctx)
 	begin := time.Now()
@@ -241,11 +272,22 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 	if err := write(wctx, row); err != nil {
 		return out, temporal.NewApplicationErrorWithCause("record delivery attempt: "+err.Error(), ErrTypeStore, err, out)
 	}
+	if f != nil && f.disable {
+		// After the row: should this fail, the retry finds the endpoint
+		// still enabled, is answered 410 again and disables it then.
+		if err := d.store.DisableEndpoint(wctx, in.TenantID, in.EndpointID); err != nil && !errors.Is(err, models.ErrNotFound) {
+			return out, temporal.NewApplicationErrorWithCause("disable the endpoint after 410 Gone: "+err.Error(), ErrTypeStore, err, out)
+		}
+	}
 	switch {
 	case f == nil:
 		return out, nil
 	case f.retry:
-		return out, temporal.NewApplicationErrorWithCause(f.message, f.errType, f.cause, out)
+		opts := temporal.ApplicationErrorOptions{Cause: f.cause, Details: []any{out}}
+		if f.retryAfter > 0 {
+			opts.NextRetryDelay = d.nextDelay(ctx, info.attempt, f.retryAfter)
+		}
+		return out, temporal.NewApplicationErrorWithOptions(f.message, f.errType, opts)
 	default:
 		return out, temporal.NewNonRetryableApplicationError(f.message, f.errType, f.cause, out)
 	}
@@ -336,7 +378,11 @@ func (d *Deliverer) send(ctx context.Context, req *http.Request, row *models.Web
 	// that sends more than that loses its connection instead.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return d.fail(row, &statusError{resp.StatusCode}, false, nil)
+		se := &statusError{code: resp.StatusCode}
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			se.retryAfter, _ = parseRetryAfter(resp.Header.Get("Retry-After"), d.now())
+		}
+		return d.fail(row, se, false, nil)
 	}
 	return nil
 }
@@ -368,6 +414,43 @@ func sentHeaders(req *http.Request) models.Headers {
 	h["Host"] = []string{req.URL.Host}
 	h["Content-Length"] = []string{strconv.FormatInt(req.ContentLength, 10)}
 	return h
+}
+
+// schedule is a retry policy's delays: initial, times coefficient after
+// each attempt, capped at maxInterval.
+type schedule struct {
+	initial     time.Duration
+	coefficient float64
+	maxInterval time.Duration
+}
+
+// after returns the scheduled delay after attempt n (1 for the first).
+func (s schedule) after(n int) time.Duration {
+	d := float64(s.initial) * math.Pow(s.coefficient, float64(max(n, 1)-1))
+	if d >= float64(s.maxInterval) || math.IsInf(d, 0) || math.IsNaN(d) {
+		return s.maxInterval
+	}
+	return time.Duration(d)
+}
+
+// nextDelay is the delay before the attempt after attempt n when the
+// receiver asked for hint: the larger of hint and the scheduled delay,
+// capped at the schedule's maximum interval (SPEC §10). So a Retry-After
+// never brings an attempt forward, and never asks for less than the
+// initial delay. Temporal does not cap a next-retry delay itself, hence
+// the cap here. The schedule is the one Temporal runs, from the activity's
+// info; when the server does not send it, the one configured.
+func (d *Deliverer) nextDelay(ctx context.Context, n int, hint time.Duration) time.Duration {
+	s := d.schedule
+	if activity.IsActivity(ctx) {
+		if p := activity.GetInfo(ctx).RetryPolicy; p != nil && p.InitialInterval > 0 && p.MaximumInterval > 0 {
+			s = schedule{initial: p.InitialInterval, coefficient: p.BackoffCoefficient, maxInterval: max(p.MaximumInterval, p.InitialInterval)}
+			if s.coefficient < 1 {
+				s.coefficient = retryCoefficient
+			}
+		}
+	}
+	return min(max(hint, s.after(n)), s.maxInterval)
 }
 
 type activityInfo struct {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -38,19 +39,17 @@ const (
 	// ErrTypeStore: the store failed, reading the endpoint or event or
 	// writing the attempt's row. Retryable.
 	ErrTypeStore = "StoreFailed"
+	// ErrTypeReceiverGone: the receiver answered 410 Gone; the endpoint is
+	// disabled and the delivery ends (SPEC §10). Not retryable.
+	ErrTypeReceiverGone = "ReceiverGone"
 )
 
-// Delivery error codes that models does not define (yet); they are stored
-// in WebhookDelivery.Error like the models.DeliveryErr* codes.
+// Delivery error codes first named here, now defined in models with the
+// others (the deliveries list filters on them).
 const (
-	// DeliveryErrEventGone: the event was not found.
-	DeliveryErrEventGone = "event_gone"
-	// DeliveryErrCanceled: the attempt was canceled (worker shutdown,
-	// workflow canceled) before it finished.
-	DeliveryErrCanceled = "canceled"
-	// DeliveryErrInternal: the store could not be read or a secret could
-	// not be opened; the cause is in the worker's logs, not in the row.
-	DeliveryErrInternal = "internal"
+	DeliveryErrEventGone = models.DeliveryErrEventGone
+	DeliveryErrCanceled  = models.DeliveryErrCanceled
+	DeliveryErrInternal  = models.DeliveryErrInternal
 )
 
 var (
@@ -60,13 +59,51 @@ var (
 )
 
 // statusError is a response outside 2xx.
-type statusError struct{ code int }
+type statusError struct {
+	code int
+	// retryAfter is the delay a 429 or 503 asked for in Retry-After; 0
+	// when it asked for none (or for one that could not be read).
+	retryAfter time.Duration
+}
 
 func (e *statusError) Error() string {
-	if e.code >= 300 && e.code < 400 {
+	switch {
+	case e.code == http.StatusGone:
+		return "the receiver answered 410 Gone; the endpoint is disabled and the delivery ends"
+	case e.code >= 300 && e.code < 400:
 		return fmt.Sprintf("the receiver answered %d %s; redirects are not followed", e.code, http.StatusText(e.code))
 	}
 	return fmt.Sprintf("the receiver answered %d %s", e.code, http.StatusText(e.code))
+}
+
+// maxRetryAfter bounds a Retry-After before it is capped by the schedule,
+// so that no arithmetic on it overflows.
+const maxRetryAfter = 365 * 24 * time.Hour
+
+// parseRetryAfter reads a Retry-After header, delta-seconds or HTTP date
+// (RFC 9110 §10.2.3), as a delay from now. A date in the past is 0 (retry
+// now); a negative or unreadable value is ignored (ok false), and the
+// normal schedule applies.
+func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if v[0] >= '0' && v[0] <= '9' {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return 0, false
+		}
+		if n > uint64(maxRetryAfter/time.Second) {
+			return maxRetryAfter, true
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return min(max(t.Sub(now), 0), maxRetryAfter), true
 }
 
 // internalError hides a store failure's text from the row, which tenants
@@ -86,6 +123,11 @@ type failure struct {
 	errType string
 	// retry: Temporal tries again, within the workflow's retry policy.
 	retry bool
+	// retryAfter is the receiver's Retry-After, a lower bound on the delay
+	// before the next attempt; 0 when it gave none.
+	retryAfter time.Duration
+	// disable: the receiver asked (410 Gone) for the endpoint to be disabled.
+	disable bool
 	// cause is the error classified; it goes to Temporal's history (for
 	// operators) and never into the row (which tenants read).
 	cause error
@@ -122,8 +164,12 @@ func classifyCause(err error, timeout time.Duration, timedOut bool, tlsErr error
 		return failure{code: DeliveryErrEventGone, message: err.Error(), errType: ErrTypeEventGone}
 	case errors.As(err, &internal):
 		return failure{code: DeliveryErrInternal, message: "recordhub could not " + internal.what + "; the attempt will be retried", errType: ErrTypeStore, retry: true}
+	case errors.As(err, &status) && status.code == http.StatusGone:
+		// The row keeps http_status and the 410, like any other answer;
+		// the message and the disabled endpoint say what followed.
+		return failure{code: models.DeliveryErrHTTPStatus, message: status.Error(), errType: ErrTypeReceiverGone, disable: true}
 	case errors.As(err, &status):
-		return failure{code: models.DeliveryErrHTTPStatus, message: status.Error(), errType: ErrTypeDeliveryFailed, retry: true}
+		return failure{code: models.DeliveryErrHTTPStatus, message: status.Error(), errType: ErrTypeDeliveryFailed, retry: true, retryAfter: status.retryAfter}
 	case timedOut, errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return failure{code: models.DeliveryErrTimeout, message: "no response within " + timeout.String(), errType: ErrTypeDeliveryFailed, retry: true}
 	case errors.Is(err, context.Canceled):

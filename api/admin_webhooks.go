@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -261,6 +263,22 @@ func (s *Server) adminListDeliveries(c *gin.Context) {
 			return
 		}
 		q.Succeeded = &b
+	}
+	if q.Since, err = timeParam(c, "since"); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if q.Until, err = timeParam(c, "until"); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if q.Since != nil && q.Until != nil && !q.Since.Before(*q.Until) {
+		s.fail(c, invalid("since must be before until"))
+		return
+	}
+	if q.Error = c.Query("error"); q.Error != "" && !slices.Contains(models.DeliveryErrors, q.Error) {
+		s.fail(c, invalid("error must be one of %s", strings.Join(models.DeliveryErrors, ", ")))
+		return
 	}
 	ds, total, err := s.store.ListDeliveries(c.Request.Context(), tenantOf(c), q)
 	if err != nil {

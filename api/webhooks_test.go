@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -164,7 +165,8 @@ func TestWebhookEndpointValidation(t *testing.T) {
 			{"no events", good(map[string]any{"events": []string{}}), []string{"events"}},
 			{"unknown event type", good(map[string]any{"events": []string{"record_created", "record_touched"}}), []string{"events"}},
 			{"retry_max 0", good(map[string]any{"retry_max": 0}), []string{"retry_max"}},
-			{"retry_max 21", good(map[string]any{"retry_max": 21}), []string{"retry_max"}},
+			{"retry_max 101", good(map[string]any{"retry_max": 101}), []string{"retry_max"}},
+			{"retry_max negative", good(map[string]any{"retry_max": -1}), []string{"retry_max"}},
 			{"unknown module", good(map[string]any{"module_ids": []string{mod, "mod_01jzzzzzzzzzzzzzzzzzzzzzzz"}}), []string{"module_ids"}},
 			{"description too long", good(map[string]any{"description": strings.Repeat("x", 501)}), []string{"description"}},
 			{"retry_max not an integer", good(map[string]any{"retry_max": 2.5}), []string{"retry_max"}},
@@ -255,6 +257,7 @@ func TestWebhookEndpointUpdateAndDelete(t *testing.T) {
 			{"module_ids", map[string]any{"module_ids": []string{mod}}, map[string]any{"module_ids": []any{mod}}},
 			{"url and description", map[string]any{"url": "https://other.example.com/b", "description": "new"}, map[string]any{"url": "https://other.example.com/b", "description": "new"}},
 			{"retry_max", map[string]any{"retry_max": 1}, map[string]any{"retry_max": float64(1)}},
+			{"retry_max 100", map[string]any{"retry_max": 100}, map[string]any{"retry_max": float64(100)}},
 			{"module_ids back to all", map[string]any{"module_ids": []string{}}, map[string]any{"module_ids": []any{}}},
 			{"nothing", map[string]any{}, map[string]any{}},
 		} {
@@ -466,6 +469,7 @@ func TestWebhookDeliveries(t *testing.T) {
 		ep1 := e.createEndpoint(map[string]any{"url": "https://hooks.example.com/a", "events": []string{"record_created", "status_change"}})["id"].(string)
 		ep2 := e.createEndpoint(map[string]any{"url": "https://other.example.com/b", "events": []string{"record_created", "status_change"}})["id"].(string)
 		rows := deliveryRows(t, e, ep1, ep2)
+		at := func(i int) string { return rows[i].StartedAt.UTC().Format(time.RFC3339Nano) }
 		id := func(i ...int) []string {
 			out := []string{}
 			for _, n := range i {
@@ -489,6 +493,16 @@ func TestWebhookDeliveries(t *testing.T) {
 			{"?limit=1&page=2", id(2), 4},
 			{"?endpoint_id=whe_unknown", id(), 0},
 			{"?event_type=record_touched", id(), 0},
+			// since is inclusive, until exclusive, both on started_at.
+			{"?since=" + at(1), id(3, 2, 1), 3},
+			{"?until=" + at(2), id(1, 0), 2},
+			{"?since=" + at(1) + "&until=" + at(3), id(2, 1), 2},
+			{"?since=" + url.QueryEscape(rows[1].StartedAt.In(time.FixedZone("", 2*3600)).Format(time.RFC3339Nano)), id(3, 2, 1), 3},
+			{"?until=" + at(0), id(), 0},
+			{"?error=timeout", id(1), 1},
+			{"?error=http_status&endpoint_id=" + ep2, id(2), 1},
+			{"?error=worker_lost", id(), 0},
+			{"?error=http_status&since=" + at(3), id(), 0},
 		} {
 			t.Run("list"+tt.query, func(t *testing.T) {
 				var page deliveryPage
@@ -505,7 +519,11 @@ func TestWebhookDeliveries(t *testing.T) {
 				}
 			})
 		}
-		for _, q := range []string{"?succeeded=maybe", "?limit=0", "?page=0"} {
+		for _, q := range []string{
+			"?succeeded=maybe", "?limit=0", "?page=0",
+			"?since=yesterday", "?until=2030-01-02", "?since=" + at(2) + "&until=" + at(1), "?since=" + at(1) + "&until=" + at(1),
+			"?error=teapot", "?error=TIMEOUT",
+		} {
 			wantErrorBody(t, e.call("GET", "/api/admin/webhook-deliveries"+q, e.admin, nil).want(400), "invalid_request")
 		}
 

@@ -59,7 +59,24 @@ const (
 	// have received the request. A later attempt of the same workflow run
 	// sets it on the rows it finds still in flight.
 	DeliveryErrWorkerLost = "worker_lost"
+	// DeliveryErrEventGone: the event was not found.
+	DeliveryErrEventGone = "event_gone"
+	// DeliveryErrCanceled: the attempt was canceled (worker shutdown,
+	// workflow canceled) before it finished.
+	DeliveryErrCanceled = "canceled"
+	// DeliveryErrInternal: the store could not be read or a secret could
+	// not be opened; the cause is in the worker's logs, not in the row.
+	DeliveryErrInternal = "internal"
 )
+
+// DeliveryErrors lists every delivery error code, the values the
+// deliveries list's error filter takes.
+var DeliveryErrors = []string{
+	DeliveryErrTimeout, DeliveryErrConnectionRefused, DeliveryErrDNS, DeliveryErrTLS,
+	DeliveryErrBlockedDestination, DeliveryErrHTTPStatus, DeliveryErrEndpointGone,
+	DeliveryErrEndpointDisabled, DeliveryErrConnection, DeliveryErrInFlight, DeliveryErrWorkerLost,
+	DeliveryErrEventGone, DeliveryErrCanceled, DeliveryErrInternal,
+}
 
 // workerLostMessage is the error message of a worker_lost row.
 const workerLostMessage = "the attempt's outcome was never recorded (its worker stopped or could not write it); " +
@@ -191,6 +208,11 @@ type DeliveryQuery struct {
 	EventID    string
 	EventType  string
 	Succeeded  *bool
+	// Since and Until bound started_at: Since inclusive, Until exclusive,
+	// so adjacent windows never share a row.
+	Since, Until *time.Time
+	// Error is a delivery error code (DeliveryErrors).
+	Error string
 }
 
 // ListDeliveries returns a page of the tenant's delivery attempts, newest first.
@@ -207,6 +229,15 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID string, q DeliveryQ
 	}
 	if q.Succeeded != nil {
 		db = db.Where("succeeded = ?", *q.Succeeded)
+	}
+	if q.Since != nil {
+		db = db.Where("started_at >= ?", q.Since.UTC())
+	}
+	if q.Until != nil {
+		db = db.Where("started_at < ?", q.Until.UTC())
+	}
+	if q.Error != "" {
+		db = db.Where("error = ?", q.Error)
 	}
 	var total int64
 	if err := db.Count(&total).Error; err != nil {

@@ -24,11 +24,13 @@ var EventTypes = []string{EventRecordCreated, EventRecordUpdated, EventRecordDel
 // Webhook endpoint bounds.
 const (
 	DefaultRetryMax = 5
-	MaxRetryMax     = 20
-	PrefixEndpoint  = "whe_"
-	PrefixEvent     = "evt_"
-	PrefixDelivery  = "whd_"
-	secretPrefix    = "whsec_"
+	// MaxRetryMax: beyond 5 attempts every delay is the 960 s cap, so 100
+	// attempts span about 26 hours (SPEC §10).
+	MaxRetryMax    = 100
+	PrefixEndpoint = "whe_"
+	PrefixEvent    = "evt_"
+	PrefixDelivery = "whd_"
+	secretPrefix   = "whsec_"
 )
 
 // WebhookEndpoint is an outbound subscription. Its signing secrets are
@@ -221,6 +223,21 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 		return nil, ErrNotFound
 	}
 	return e, nil
+}
+
+// DisableEndpoint disables an endpoint at once, as its receiver asked by
+// answering 410 Gone (SPEC §10). Disabling a disabled endpoint is harmless;
+// a deleted one is ErrNotFound.
+func (s *Store) DisableEndpoint(ctx context.Context, tenantID, id string) error {
+	res := s.w.WithContext(ctx).Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).
+		Updates(map[string]any{"enabled": false, "updated_at": s.now()})
+	if res.Error != nil {
+		return fmt.Errorf("disable endpoint: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // DeleteEndpoint deletes an endpoint; deliveries in flight stop at their
