@@ -1,4 +1,4 @@
-// Recorded histories of the Delivery workflow: TestReplayRecordedHistories
+// Recorded histories of the Delivery and Purge workflows: TestReplayRecordedHistories
 // replays every testdata/*.json file on each `make test`, so a change to the
 // workflow that would break its running executions (a new, removed or
 // reordered command, a renamed workflow) fails there instead of in
@@ -33,6 +33,7 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/recordhub/recordhub/activities"
+	"github.com/recordhub/recordhub/models"
 )
 
 // recordEnv is the environment variable that turns the recorder on.
@@ -50,7 +51,13 @@ type historyCase struct {
 	// want is the result, or a failed delivery's error details.
 	want   DeliveryOutput
 	failed bool
+	// purge, when set, makes the case a Purge workflow's, with this
+	// result; the purge activity answers purgedRows for each kind.
+	purge *PurgeWorkflowOutput
 }
+
+// purgedRows is what the recorded purge activity deletes of each kind.
+const purgedRows = 3
 
 // historyCases are the recorded deliveries: one per way a delivery ends.
 func historyCases() []historyCase {
@@ -90,11 +97,18 @@ func historyCases() []historyCase {
 			in: replay, attempt: succeedingAt(1),
 			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true},
 		},
+		{
+			file: "purge.json", workflowID: PurgeWorkflowID + "-hist",
+			purge: &PurgeWorkflowOutput{Kinds: []activities.PurgeOutput{
+				{Kind: models.PurgeAccessLogs, Deleted: purgedRows}, {Kind: models.PurgeDeliveries, Deleted: purgedRows},
+				{Kind: models.PurgeEvents, Deleted: purgedRows}, {Kind: models.PurgeInboundEvents, Deleted: purgedRows},
+			}},
+		},
 	}
 }
 
 // pinnedWorkflowNames are the names registerWorkflows registers.
-var pinnedWorkflowNames = []string{DeliveryWorkflowName}
+var pinnedWorkflowNames = []string{DeliveryWorkflowName, PurgeWorkflowName}
 
 // TestReplayRecordedHistories replays every recorded history with the
 // workflow registered as the worker registers it: a non-deterministic
@@ -173,6 +187,9 @@ func TestRecordHistories(t *testing.T) {
 			}
 			return hc.attempt(int(activity.GetInfo(ctx).Attempt))
 		}, activity.RegisterOptions{Name: AttemptActivityName})
+		r.RegisterActivityWithOptions(func(ctx context.Context, in activities.PurgeInput) (activities.PurgeOutput, error) {
+			return activities.PurgeOutput{Kind: in.Kind, Deleted: purgedRows}, nil
+		}, activity.RegisterOptions{Name: PurgeActivityName})
 	})
 	if err := os.MkdirAll("testdata", 0o755); err != nil {
 		t.Fatal(err)
@@ -180,7 +197,12 @@ func TestRecordHistories(t *testing.T) {
 	for _, hc := range cases {
 		t.Run(hc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", hc.file)
-			hist := recordDelivery(t, c, hc)
+			var hist *historypb.History
+			if hc.purge != nil {
+				hist = recordPurge(t, c, hc)
+			} else {
+				hist = recordDelivery(t, c, hc)
+			}
 			if _, err := os.Stat(path); err == nil {
 				t.Logf("kept the existing %s (delete it to record it again)", path)
 				return
@@ -223,8 +245,35 @@ func recordDelivery(t *testing.T, c client.Client, hc historyCase) *historypb.Hi
 	if diff := cmp.Diff(hc.want, got); diff != "" {
 		t.Fatalf("outcome (-want +got):\n%s", diff)
 	}
+	return history(ctx, t, c, hc.workflowID, run.GetRunID())
+}
+
+// recordPurge runs hc's purge, as the schedule starts it, checks its
+// result and returns its history.
+func recordPurge(t *testing.T, c client.Client, hc historyCase) *historypb.History {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: hc.workflowID, TaskQueue: DefaultTaskQueue},
+		PurgeWorkflowName, PurgeWorkflowInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got PurgeWorkflowOutput
+	if err := run.Get(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(*hc.purge, got); diff != "" {
+		t.Fatalf("purge result (-want +got):\n%s", diff)
+	}
+	return history(ctx, t, c, hc.workflowID, run.GetRunID())
+}
+
+// history returns a workflow run's whole history.
+func history(ctx context.Context, t *testing.T, c client.Client, workflowID, runID string) *historypb.History {
+	t.Helper()
 	hist := &historypb.History{}
-	iter := c.GetWorkflowHistory(ctx, hc.workflowID, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	iter := c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		if err != nil {

@@ -16,6 +16,10 @@ import (
 const (
 	DeliveryWorkflowName = "Delivery"
 	AttemptActivityName  = "Attempt"
+	// PurgeWorkflowName and PurgeActivityName are the retention purge's
+	// (SPEC §10), pinned from the start.
+	PurgeWorkflowName = "Purge"
+	PurgeActivityName = "Purge"
 )
 
 // Register registers the Delivery workflow and d's Attempt activity, under
@@ -29,4 +33,5 @@ func Register(w worker.Registry, d *activities.Deliverer) {
 // worker's registration, which the history replay test shares.
 func registerWorkflows(w worker.WorkflowRegistry) {
 	w.RegisterWorkflowWithOptions(Delivery, workflow.RegisterOptions{Name: DeliveryWorkflowName})
+	w.RegisterWorkflowWithOptions(Purge, workflow.RegisterOptions{Name: PurgeWorkflowName})
 }

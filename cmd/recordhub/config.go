@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/workflows"
 )
 
@@ -43,6 +44,10 @@ type Config struct {
 	WebhookRetryInitial     time.Duration
 	WebhookRetryMaxInterval time.Duration
 	WebhookAllowCIDRs       []string
+
+	// Retention is how long each kind of row is kept
+	// (RECORDHUB_RETENTION and its per-kind overrides); zero keeps for ever.
+	Retention map[models.PurgeKind]time.Duration
 }
 
 // configFromEnv reads the configuration through lookupEnv (os.LookupEnv),
@@ -99,6 +104,7 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 	durVar(&c.WebhookTimeout, "RECORDHUB_WEBHOOK_TIMEOUT", 30*time.Second)
 	durVar(&c.WebhookRetryInitial, "RECORDHUB_WEBHOOK_RETRY_INITIAL", 60*time.Second)
 	durVar(&c.WebhookRetryMaxInterval, "RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL", 960*time.Second)
+	errs = append(errs, c.readRetention(getenv)...)
 	switch v := strings.ToLower(getenv("RECORDHUB_AUTO_MIGRATE")); v {
 	case "", "true", "1", "yes":
 		c.AutoMigrate = true
@@ -141,6 +147,52 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}
 	return c, nil
+}
+
+// DefaultRetention is RECORDHUB_RETENTION's default.
+const DefaultRetention = 720 * time.Hour
+
+// retentionVars are the per-kind overrides of RECORDHUB_RETENTION.
+var retentionVars = map[models.PurgeKind]string{
+	models.PurgeAccessLogs:    "RECORDHUB_RETENTION_ACCESS_LOGS",
+	models.PurgeDeliveries:    "RECORDHUB_RETENTION_DELIVERIES",
+	models.PurgeEvents:        "RECORDHUB_RETENTION_EVENTS",
+	models.PurgeInboundEvents: "RECORDHUB_RETENTION_INBOUND_EVENTS",
+}
+
+// readRetention fills c.Retention: each kind's override, else
+// RECORDHUB_RETENTION, else DefaultRetention. It returns the errors of
+// values that are not durations of zero or more.
+func (c *Config) readRetention(getenv func(string) string) []string {
+	var errs []string
+	parse := func(name string, def time.Duration) time.Duration {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Sprintf("%s must be a duration such as 720h, or 0 to keep for ever", name))
+			return def
+		}
+		return d
+	}
+	all := parse("RECORDHUB_RETENTION", DefaultRetention)
+	c.Retention = map[models.PurgeKind]time.Duration{}
+	for _, kind := range models.PurgeKinds {
+		c.Retention[kind] = parse(retentionVars[kind], all)
+	}
+	return errs
+}
+
+// purges reports whether any kind of row has a retention.
+func (c Config) purges() bool {
+	for _, d := range c.Retention {
+		if d > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // MinBootstrapKeyLen is the shortest RECORDHUB_BOOTSTRAP_ADMIN_KEY accepted:

@@ -105,8 +105,14 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 		MaxConcurrentActivityTaskPollers: 8,
 	})
 	workflows.Register(wh.worker, deliverer)
+	workflows.RegisterPurge(wh.worker, activities.NewPurger(store, activities.PurgeConfig{Retention: cfg.Retention}))
 	if err := wh.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start temporal worker: %w", err)
+	}
+	// Every worker brings the schedule to its configuration; workers
+	// starting together may race on its update, which one of them wins.
+	if err := workflows.EnsurePurgeSchedule(ctx, wh.client.ScheduleClient(), cfg.TemporalTaskQueue, cfg.purges()); err != nil {
+		log.Warn("retention purge schedule", "schedule", workflows.PurgeScheduleID, "err", err)
 	}
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	wh.stopDispatch, wh.dispatchDone = cancel, make(chan struct{})

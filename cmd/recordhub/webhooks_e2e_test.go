@@ -216,6 +216,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 			if evs["total"].(float64) != 1 || evs["data"].([]any)[0].(map[string]any)["action"] != "created" {
 				t.Errorf("mirror inbound events %v", evs)
 			}
+			checkPurgeSchedule(t, cfg)
 			if err := stop(); err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,68 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// PurgeKind names a kind of row that retention deletes (SPEC §10).
+type PurgeKind string
+
+// The kinds of rows retention deletes.
+const (
+	PurgeAccessLogs    PurgeKind = "access_logs"
+	PurgeDeliveries    PurgeKind = "webhook_deliveries"
+	PurgeEvents        PurgeKind = "events"
+	PurgeInboundEvents PurgeKind = "inbound_events"
+)
+
+// PurgeKinds lists every kind, in the order a purge takes them.
+var PurgeKinds = []PurgeKind{PurgeAccessLogs, PurgeDeliveries, PurgeEvents, PurgeInboundEvents}
+
+// purgeQueries delete one batch of a kind's rows older than a cutoff: the
+// oldest first, chosen by primary key through the time column's index
+// (migration 00005), so that a statement holds its locks on at most a
+// batch of rows and never scans the table. Outbox events are purged only
+// once dispatched (their partial index holds no pending event), by their
+// dispatch time: an event dispatched late keeps its whole window for its
+// deliveries' retries and replays.
+var purgeQueries = map[PurgeKind]string{
+	PurgeAccessLogs: `DELETE FROM access_logs WHERE id IN
+		(SELECT id FROM access_logs WHERE created_at < ? ORDER BY created_at LIMIT ?)`,
+	PurgeDeliveries: `DELETE FROM webhook_deliveries WHERE id IN
+		(SELECT id FROM webhook_deliveries WHERE started_at < ? ORDER BY started_at LIMIT ?)`,
+	PurgeEvents: `DELETE FROM events WHERE id IN
+		(SELECT id FROM events WHERE dispatched_at IS NOT NULL AND dispatched_at < ? ORDER BY dispatched_at LIMIT ?)`,
+	PurgeInboundEvents: `DELETE FROM inbound_events WHERE id IN
+		(SELECT id FROM inbound_events WHERE received_at < ? ORDER BY received_at LIMIT ?)`,
+}
+
+// Purge deletes at most batch rows of kind older than before, the oldest
+// first, in one short transaction, and returns how many it deleted: fewer
+// than batch means none older is left. Callers loop, pausing between
+// batches, so that writes are never stalled behind a long delete. Usage
+// figures are unaffected: they are kept in key_usage, added to as access
+// logs are written.
+func (s *Store) Purge(ctx context.Context, kind PurgeKind, before time.Time, batch int) (int64, error) {
+	q, ok := purgeQueries[kind]
+	if !ok {
+		return 0, fmt.Errorf("purge: unknown kind %q", kind)
+	}
+	if batch <= 0 {
+		return 0, errors.New("purge: batch must be positive")
+	}
+	var n int64
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(q, before.UTC(), batch)
+		if res.Error != nil {
+			return fmt.Errorf("purge %s: %w", kind, res.Error)
+		}
+		n = res.RowsAffected
+		return nil
+	})
+	return n, err
+}

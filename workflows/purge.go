@@ -1,0 +1,127 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/recordhub/recordhub/activities"
+	"github.com/recordhub/recordhub/models"
+)
+
+// The retention purge (SPEC §10) runs as the Purge workflow, started every
+// hour by the Temporal Schedule PurgeScheduleID, which worker processes
+// create (or bring up to date) when they start.
+const (
+	PurgeScheduleID = "recordhub-purge"
+	// PurgeWorkflowID is the id of the workflows the schedule starts
+	// (Temporal appends the scheduled time).
+	PurgeWorkflowID = "recordhub-purge"
+	// PurgeInterval is how often the schedule starts a purge.
+	PurgeInterval = time.Hour
+)
+
+// PurgeWorkflowInput is the Purge workflow's input. It is empty: every
+// kind is purged, and the retention is each worker's configuration.
+type PurgeWorkflowInput struct{}
+
+// PurgeWorkflowOutput is what a purge did, one entry per kind.
+type PurgeWorkflowOutput struct {
+	Kinds []activities.PurgeOutput `json:"kinds"`
+}
+
+// purgeActivityTimeout bounds one kind's activity: its budget and a last
+// batch.
+const purgeActivityTimeout = activities.MaxPurgeBudget + 5*time.Minute
+
+// Purge purges each kind of row in turn with the Purge activity. A kind
+// whose purge fails does not keep the others from theirs; the workflow
+// then fails, naming it, and the next run tries again.
+func Purge(ctx workflow.Context, _ PurgeWorkflowInput) (PurgeWorkflowOutput, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: purgeActivityTimeout,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 10 * time.Second, BackoffCoefficient: 2, MaximumAttempts: 3,
+		},
+	})
+	var (
+		out  PurgeWorkflowOutput
+		errs []error
+	)
+	for _, kind := range models.PurgeKinds {
+		var got activities.PurgeOutput
+		if err := workflow.ExecuteActivity(ctx, PurgeActivityName, activities.PurgeInput{Kind: kind}).Get(ctx, &got); err != nil {
+			errs = append(errs, fmt.Errorf("purge %s: %w", kind, err))
+			continue
+		}
+		out.Kinds = append(out.Kinds, got)
+	}
+	return out, errors.Join(errs...)
+}
+
+// RegisterPurge registers p's Purge activity under its pinned name (the
+// Purge workflow is registered with the others by Register).
+func RegisterPurge(w worker.ActivityRegistry, p *activities.Purger) {
+	w.RegisterActivityWithOptions(p.Purge, activity.RegisterOptions{Name: PurgeActivityName})
+}
+
+// EnsurePurgeSchedule creates the hourly purge schedule, starting Purge
+// on taskQueue, or brings an existing one to that spec and action; with
+// enabled false (every retention is zero) it deletes the schedule instead.
+func EnsurePurgeSchedule(ctx context.Context, c client.ScheduleClient, taskQueue string, enabled bool) error {
+	h := c.GetHandle(ctx, PurgeScheduleID)
+	if !enabled {
+		if err := h.Delete(ctx); err != nil && !isNotFound(err) {
+			return fmt.Errorf("delete schedule %s: %w", PurgeScheduleID, err)
+		}
+		return nil
+	}
+	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: PurgeInterval}}}
+	action := &client.ScheduleWorkflowAction{
+		ID: PurgeWorkflowID, Workflow: PurgeWorkflowName, Args: []any{PurgeWorkflowInput{}}, TaskQueue: taskQueue,
+		WorkflowExecutionTimeout: 4 * purgeActivityTimeout,
+	}
+	_, err := c.Create(ctx, client.ScheduleOptions{
+		ID: PurgeScheduleID, Spec: spec, Action: action,
+		// A purge still running when the next is due lets it go; after an
+		// outage one run catches up, not one per missed hour.
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, CatchupWindow: PurgeInterval,
+		Note: "recordhub retention purge (RECORDHUB_RETENTION*)",
+	})
+	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		if err != nil {
+			return fmt.Errorf("create schedule %s: %w", PurgeScheduleID, err)
+		}
+		return nil
+	}
+	err = h.Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			s := in.Description.Schedule
+			s.Spec, s.Action = &spec, action
+			if s.Policy == nil {
+				s.Policy = &client.SchedulePolicies{}
+			}
+			s.Policy.Overlap, s.Policy.CatchupWindow = enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, PurgeInterval
+			return &client.ScheduleUpdate{Schedule: &s}, nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("update schedule %s: %w", PurgeScheduleID, err)
+	}
+	return nil
+}
+
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}
