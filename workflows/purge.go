@@ -23,9 +23,10 @@ import (
 // create (or bring up to date) when they start.
 const (
 	PurgeScheduleID = "recordhub-purge"
-	// PurgeWorkflowID is the id of the workflows the schedule starts
-	// (Temporal appends the scheduled time).
-	PurgeWorkflowID = "recordhub-purge"
+	// PurgeWorkflowID is the id of the workflows the default queue's
+	// schedule starts (Temporal appends the scheduled time); other queues'
+	// schedules start theirs under their own schedule id.
+	PurgeWorkflowID = PurgeScheduleID
 	// PurgeInterval is how often the schedule starts a purge.
 	PurgeInterval = time.Hour
 )
@@ -75,24 +76,36 @@ func RegisterPurge(w worker.ActivityRegistry, p *activities.Purger) {
 	w.RegisterActivityWithOptions(p.Purge, activity.RegisterOptions{Name: PurgeActivityName})
 }
 
+// PurgeScheduleIDFor is the id of the purge schedule of the deployment
+// whose deliveries run on taskQueue: PurgeScheduleID for the default queue,
+// else suffixed with the queue, so that deployments sharing a namespace
+// (each with its own queue and database) each keep a schedule of their own.
+func PurgeScheduleIDFor(taskQueue string) string {
+	if taskQueue == "" || taskQueue == DefaultTaskQueue {
+		return PurgeScheduleID
+	}
+	return PurgeScheduleID + "-" + taskQueue
+}
+
 // EnsurePurgeSchedule creates the hourly purge schedule, starting Purge
 // on taskQueue, or brings an existing one to that spec and action; with
 // enabled false (every retention is zero) it deletes the schedule instead.
 func EnsurePurgeSchedule(ctx context.Context, c client.ScheduleClient, taskQueue string, enabled bool) error {
-	h := c.GetHandle(ctx, PurgeScheduleID)
+	id := PurgeScheduleIDFor(taskQueue)
+	h := c.GetHandle(ctx, id)
 	if !enabled {
 		if err := h.Delete(ctx); err != nil && !isNotFound(err) {
-			return fmt.Errorf("delete schedule %s: %w", PurgeScheduleID, err)
+			return fmt.Errorf("delete schedule %s: %w", id, err)
 		}
 		return nil
 	}
 	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: PurgeInterval}}}
 	action := &client.ScheduleWorkflowAction{
-		ID: PurgeWorkflowID, Workflow: PurgeWorkflowName, Args: []any{PurgeWorkflowInput{}}, TaskQueue: taskQueue,
+		ID: id, Workflow: PurgeWorkflowName, Args: []any{PurgeWorkflowInput{}}, TaskQueue: taskQueue,
 		WorkflowExecutionTimeout: 4 * purgeActivityTimeout,
 	}
 	_, err := c.Create(ctx, client.ScheduleOptions{
-		ID: PurgeScheduleID, Spec: spec, Action: action,
+		ID: id, Spec: spec, Action: action,
 		// A purge still running when the next is due lets it go; after an
 		// outage one run catches up, not one per missed hour.
 		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, CatchupWindow: PurgeInterval,
@@ -100,7 +113,7 @@ func EnsurePurgeSchedule(ctx context.Context, c client.ScheduleClient, taskQueue
 	})
 	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
 		if err != nil {
-			return fmt.Errorf("create schedule %s: %w", PurgeScheduleID, err)
+			return fmt.Errorf("create schedule %s: %w", id, err)
 		}
 		return nil
 	}
@@ -116,7 +129,7 @@ func EnsurePurgeSchedule(ctx context.Context, c client.ScheduleClient, taskQueue
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("update schedule %s: %w", PurgeScheduleID, err)
+		return fmt.Errorf("update schedule %s: %w", id, err)
 	}
 	return nil
 }

@@ -153,3 +153,17 @@ func TestPurgeWorkflowBudgetAndFailure(t *testing.T) {
 		t.Errorf("deliveries kept for ever were purged %d times", store.calls[models.PurgeDeliveries])
 	}
 }
+
+// Deployments sharing a namespace run on their own task queues and
+// databases: each needs a purge schedule of its own.
+func TestPurgeScheduleIDFor(t *testing.T) {
+	for _, c := range []struct{ queue, want string }{
+		{"", PurgeScheduleID},
+		{DefaultTaskQueue, PurgeScheduleID},
+		{"deployment-b", PurgeScheduleID + "-deployment-b"},
+	} {
+		if got := PurgeScheduleIDFor(c.queue); got != c.want {
+			t.Errorf("PurgeScheduleIDFor(%q) = %q, want %q", c.queue, got, c.want)
+		}
+	}
+}

@@ -24,10 +24,11 @@ func checkPurgeSchedule(t *testing.T, cfg Config) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	h := c.ScheduleClient().GetHandle(ctx, workflows.PurgeScheduleID)
+	id := workflows.PurgeScheduleIDFor(cfg.TemporalTaskQueue)
+	h := c.ScheduleClient().GetHandle(ctx, id)
 	desc, err := h.Describe(ctx)
 	if err != nil {
-		t.Fatalf("describe schedule %s: %v", workflows.PurgeScheduleID, err)
+		t.Fatalf("describe schedule %s: %v", id, err)
 	}
 	if iv := desc.Schedule.Spec.Intervals; len(iv) != 1 || iv[0].Every != time.Hour {
 		t.Errorf("schedule intervals %+v, want every hour", iv)

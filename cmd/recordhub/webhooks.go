@@ -112,7 +112,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	// Every worker brings the schedule to its configuration; workers
 	// starting together may race on its update, which one of them wins.
 	if err := workflows.EnsurePurgeSchedule(ctx, wh.client.ScheduleClient(), cfg.TemporalTaskQueue, cfg.purges()); err != nil {
-		log.Warn("retention purge schedule", "schedule", workflows.PurgeScheduleID, "err", err)
+		log.Warn("retention purge schedule", "schedule", workflows.PurgeScheduleIDFor(cfg.TemporalTaskQueue), "err", err)
 	}
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	wh.stopDispatch, wh.dispatchDone = cancel, make(chan struct{})
