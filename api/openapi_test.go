@@ -493,3 +493,27 @@ func TestOpenAPIReadinessFailure(t *testing.T) {
 		t.Errorf("got %d %+v, want 503 unavailable with checks %v", res.StatusCode, body, want)
 	}
 }
+
+// The deliveries list's error filter documents every delivery error code
+// the store knows, and no other: a code added to models.DeliveryErrors
+// must be added to openapi.yaml.
+func TestOpenAPIDeliveryErrorCodes(t *testing.T) {
+	doc, _ := loadOpenAPI(t)
+	op := doc.Paths.Find("/api/admin/webhook-deliveries").Get
+	if op == nil {
+		t.Fatal("no GET /api/admin/webhook-deliveries in openapi.yaml")
+	}
+	p := op.Parameters.GetByInAndName("query", "error")
+	if p == nil || p.Schema == nil || p.Schema.Value == nil {
+		t.Fatal("the deliveries list documents no error filter")
+	}
+	var got []string
+	for _, v := range p.Schema.Value.Enum {
+		got = append(got, fmt.Sprint(v))
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(models.DeliveryErrors))
+	if !slices.Equal(got, want) {
+		t.Errorf("openapi.yaml error enum %v, want models.DeliveryErrors %v", got, want)
+	}
+}
