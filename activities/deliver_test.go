@@ -913,6 +913,9 @@ func (nopStore) GetEvent(context.Context, string, string) (*models.Event, error)
 func (nopStore) InsertAttempt(context.Context, *models.WebhookDelivery) error { return nil }
 func (nopStore) FinishAttempt(context.Context, *models.WebhookDelivery) error { return nil }
 func (nopStore) DisableEndpoint(context.Context, string, string) error        { return nil }
+func (nopStore) RecordDeliveryEnd(context.Context, string, string, bool, time.Time, time.Duration) error {
+	return nil
+}
 
 // attemptsCounted returns recordhub_webhook_attempts_total{outcome}.
 func attemptsCounted(t *testing.T, g prometheus.Gatherer, outcome string) float64 {

@@ -51,7 +51,14 @@ type Store interface {
 	FinishAttempt(ctx context.Context, d *models.WebhookDelivery) error
 	// DisableEndpoint disables an endpoint whose receiver answered 410 Gone.
 	DisableEndpoint(ctx context.Context, tenantID, id string) error
+	// RecordDeliveryEnd updates the endpoint's health when a delivery
+	// ends, and disables it when it has failed for disableAfter (0: never).
+	RecordDeliveryEnd(ctx context.Context, tenantID, id string, succeeded bool, now time.Time, disableAfter time.Duration) error
 }
+
+// DefaultDisableAfter is how long an endpoint's deliveries may all fail
+// before it is disabled (RECORDHUB_ENDPOINT_DISABLE_AFTER, SPEC §10).
+const DefaultDisableAfter = 120 * time.Hour
 
 // DefaultTimeout is the per-attempt timeout (RECORDHUB_WEBHOOK_TIMEOUT).
 const DefaultTimeout = 30 * time.Second
@@ -92,6 +99,11 @@ type Config struct {
 	// servers, the SDK's test environment); zero means
 	// DefaultRetryInitial and DefaultRetryMaxInterval.
 	RetryInitial, RetryMaxInterval time.Duration
+	// DisableAfter: an endpoint whose deliveries have all failed for this
+	// long, at least models.DisableAfterFailures of them, is disabled
+	// (RECORDHUB_ENDPOINT_DISABLE_AFTER); zero never disables. Callers pass
+	// DefaultDisableAfter for the default.
+	DisableAfter time.Duration
 }
 
 // Deliverer makes delivery attempts. Register it with the Temporal worker;
@@ -108,6 +120,8 @@ type Deliverer struct {
 	now       func() time.Time
 	metrics   *Metrics
 	schedule  schedule
+	// disableAfter: see Config.DisableAfter.
+	disableAfter time.Duration
 }
 
 // NewDeliverer returns a Deliverer that reads and writes through store.
@@ -131,6 +145,9 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.DisableAfter < 0 {
+		return nil, fmt.Errorf("activities: endpoint disable window %s is negative", cfg.DisableAfter)
 	}
 	if cfg.RetryInitial <= 0 {
 		cfg.RetryInitial = DefaultRetryInitial
@@ -176,6 +193,8 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 		now:       cfg.Now,
 		metrics:   cfg.Metrics,
 		schedule:  schedule{initial: cfg.RetryInitial, coefficient: retryCoefficient, maxInterval: max(cfg.RetryMaxInterval, cfg.RetryInitial)},
+
+		disableAfter: cfg.DisableAfter,
 	}, nil
 }
 
@@ -271,6 +290,14 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 	}
 	if err := write(wctx, row); err != nil {
 		return out, temporal.NewApplicationErrorWithCause("record delivery attempt: "+err.Error(), ErrTypeStore, err, out)
+	}
+	if f == nil || (f.counts() && (!f.retry || info.last)) {
+		// The delivery ends here: health counts deliveries, not attempts.
+		// Best effort: failing the attempt for it would send a success
+		// again, or retry a delivery that is over.
+		if err := d.store.RecordDeliveryEnd(wctx, in.TenantID, in.EndpointID, f == nil, d.now(), d.disableAfter); err != nil && activity.IsActivity(ctx) {
+			activity.GetLogger(ctx).Warn("record endpoint health", "endpoint_id", in.EndpointID, "error", err)
+		}
 	}
 	if f != nil && f.disable {
 		// After the row: should this fail, the retry finds the endpoint
@@ -456,6 +483,9 @@ func (d *Deliverer) nextDelay(ctx context.Context, n int, hint time.Duration) ti
 type activityInfo struct {
 	attempt           int
 	workflowID, runID string
+	// last: the retry policy allows no attempt after this one. Without a
+	// policy in the info, no attempt is known to be the last.
+	last bool
 }
 
 // attemptInfo reads the activity's attempt number and workflow execution;
@@ -465,9 +495,17 @@ func attemptInfo(ctx context.Context) activityInfo {
 		return activityInfo{attempt: 1}
 	}
 	info := activity.GetInfo(ctx)
-	return activityInfo{
+	out := activityInfo{
 		attempt:    max(1, int(info.Attempt)),
 		workflowID: info.WorkflowExecution.ID,
 		runID:      info.WorkflowExecution.RunID,
 	}
+	out.last = lastAttempt(out.attempt, info.RetryPolicy)
+	return out
+}
+
+// lastAttempt reports whether policy allows no attempt after attempt n.
+// Without a policy, or with unlimited attempts, none is known to be last.
+func lastAttempt(n int, policy *temporal.RetryPolicy) bool {
+	return policy != nil && policy.MaximumAttempts > 0 && n >= int(policy.MaximumAttempts)
 }

@@ -133,6 +133,17 @@ type failure struct {
 	cause error
 }
 
+// counts reports whether the failure counts against the endpoint's health:
+// not when the endpoint or event is gone, the endpoint disabled, or
+// recordhub itself failed.
+func (f *failure) counts() bool {
+	switch f.code {
+	case models.DeliveryErrEndpointGone, models.DeliveryErrEndpointDisabled, DeliveryErrEventGone, DeliveryErrInternal:
+		return false
+	}
+	return true
+}
+
 // classify is the one place where an attempt's error becomes a delivery
 // error code, a message for the row and a Temporal error type. timedOut
 // reports that the attempt's own deadline passed; tlsErr is the TLS

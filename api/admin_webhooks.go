@@ -29,14 +29,30 @@ type endpointJSON struct {
 	CreatedAt               time.Time  `json:"created_at"`
 	UpdatedAt               time.Time  `json:"updated_at"`
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
+	Health                  healthJSON `json:"health"`
 	// Secret is present only in the answers to create and rotate-secret.
 	Secret string `json:"secret,omitempty"`
+}
+
+// healthJSON is an endpoint's health (SPEC §10).
+type healthJSON struct {
+	State               string     `json:"state"`
+	ConsecutiveFailures int        `json:"consecutive_failures"`
+	LastSuccessAt       *time.Time `json:"last_success_at"`
+	LastFailureAt       *time.Time `json:"last_failure_at"`
+	DisabledAt          *time.Time `json:"disabled_at"`
+	DisabledReason      *string    `json:"disabled_reason"`
 }
 
 func endpointOut(e *models.WebhookEndpoint, now time.Time) endpointJSON {
 	out := endpointJSON{
 		ID: e.ID, URL: e.URL, Description: e.Description, Events: e.Events, ModuleIDs: e.ModuleIDs,
 		RetryMax: e.RetryMax, Enabled: e.Enabled, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+		Health: healthJSON{
+			State: e.HealthState(), ConsecutiveFailures: e.ConsecutiveFailures,
+			LastSuccessAt: e.LastSuccessAt, LastFailureAt: e.LastFailureAt,
+			DisabledAt: e.DisabledAt, DisabledReason: e.DisabledReason,
+		},
 	}
 	if out.Events == nil {
 		out.Events = []string{}

@@ -1,11 +1,15 @@
 package api
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/recordhub/recordhub/models"
 )
 
 type metrics struct {
@@ -58,4 +62,37 @@ func methodLabel(method string) string {
 		return method
 	}
 	return "other"
+}
+
+// endpointHealthCollector reports recordhub_webhook_endpoints{state}, the
+// endpoints of all tenants by health state, counted when scraped: one
+// GROUP BY on a small table, bounded by a short timeout so that a slow
+// database cannot hold the scrape.
+type endpointHealthCollector struct {
+	store *models.Store
+	log   *slog.Logger
+	desc  *prometheus.Desc
+}
+
+func newEndpointHealthCollector(store *models.Store, log *slog.Logger) *endpointHealthCollector {
+	return &endpointHealthCollector{store: store, log: log, desc: prometheus.NewDesc(
+		"recordhub_webhook_endpoints", "Webhook endpoints by health state: healthy, failing or disabled.", []string{"state"}, nil,
+	)}
+}
+
+func (c *endpointHealthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *endpointHealthCollector) Collect(ch chan<- prometheus.Metric) {
+	// Collect has no context of its own; the scrape's is not passed down.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	counts, err := c.store.CountEndpointsByHealth(ctx)
+	if err != nil {
+		// No series rather than a failed scrape: the other metrics still count.
+		c.log.Warn("count endpoints by health", "error", err)
+		return
+	}
+	for _, state := range []string{models.HealthHealthy, models.HealthFailing, models.HealthDisabled} {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[state]), state)
+	}
 }

@@ -99,6 +99,9 @@ func New(d Deps) *Server {
 		s.defaultRateLimit = 600
 	}
 	s.metrics = newMetrics(s.registry)
+	if s.store != nil && !d.OpsOnly {
+		s.registry.MustRegister(newEndpointHealthCollector(s.store, s.log))
+	}
 	s.engine = s.routes(d.OpsOnly)
 	return s
 }

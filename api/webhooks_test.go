@@ -63,6 +63,10 @@ func TestWebhookEndpointCreate(t *testing.T) {
 			"id": id, "url": "https://hooks.example.com/a", "description": "",
 			"events": []any{"record_created", "record_updated"}, "module_ids": []any{},
 			"retry_max": float64(5), "enabled": true, "previous_secret_expires_at": nil,
+			"health": map[string]any{
+				"state": "healthy", "consecutive_failures": float64(0), "last_success_at": nil, "last_failure_at": nil,
+				"disabled_at": nil, "disabled_reason": nil,
+			},
 		}
 		if diff := cmp.Diff(want, withoutKeys(generated, "secret", "created_at", "updated_at")); diff != "" {
 			t.Errorf("create answer (-want +got):\n%s", diff)
@@ -265,11 +269,12 @@ func TestWebhookEndpointUpdateAndDelete(t *testing.T) {
 				e := e.on(t)
 				before := e.call("GET", path, e.admin, nil).want(200).json()
 				got := e.call("PATCH", path, e.admin, tt.patch).want(200).json()
-				want := withoutKeys(before, "updated_at")
+				// Health follows enabled; TestWebhookEndpointHealth checks it.
+				want := withoutKeys(before, "updated_at", "health")
 				for k, v := range tt.want {
 					want[k] = v
 				}
-				if diff := cmp.Diff(want, withoutKeys(got, "updated_at")); diff != "" {
+				if diff := cmp.Diff(want, withoutKeys(got, "updated_at", "health")); diff != "" {
 					t.Errorf("PATCH answer (-want +got):\n%s", diff)
 				}
 				if diff := cmp.Diff(got, e.call("GET", path, e.admin, nil).want(200).json()); diff != "" {

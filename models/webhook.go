@@ -50,6 +50,49 @@ type WebhookEndpoint struct {
 	PreviousSecretExpiresAt *time.Time
 	CreatedAt               time.Time `gorm:"autoCreateTime:false"`
 	UpdatedAt               time.Time `gorm:"autoUpdateTime:false"`
+
+	// Health (SPEC §10), written once per delivery that ends; see
+	// RecordDeliveryEnd. FirstFailureAt is the first failed delivery since
+	// the last success.
+	ConsecutiveFailures int
+	FirstFailureAt      *time.Time
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	DisabledAt          *time.Time
+	DisabledReason      *string
+}
+
+// Reasons an endpoint was disabled (disabled_reason).
+const (
+	// DisabledGone: its receiver answered 410 Gone.
+	DisabledGone = "gone"
+	// DisabledFailing: its deliveries failed for the disable window.
+	DisabledFailing = "failing"
+	// DisabledManual: a PATCH set enabled to false.
+	DisabledManual = "manual"
+)
+
+// Health states of an endpoint.
+const (
+	HealthHealthy  = "healthy"
+	HealthFailing  = "failing"
+	HealthDisabled = "disabled"
+)
+
+// DisableAfterFailures is the least number of failed deliveries in a row
+// that can disable an endpoint (SPEC §10).
+const DisableAfterFailures = 5
+
+// HealthState is "disabled" for a disabled endpoint, "failing" when its
+// last delivery ended without success, else "healthy".
+func (e *WebhookEndpoint) HealthState() string {
+	switch {
+	case !e.Enabled:
+		return HealthDisabled
+	case e.ConsecutiveFailures > 0:
+		return HealthFailing
+	}
+	return HealthHealthy
 }
 
 // Subscribes reports whether the endpoint wants an event of type t on module.
@@ -203,6 +246,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 	if in.Secret != nil {
 		return nil, ValidationError([]FieldError{{Field: "secret", Message: "use rotate-secret to change the secret"}})
 	}
+	wasEnabled := e.Enabled
 	applyEndpointInput(e, in)
 	errs, err := s.validateEndpoint(ctx, tenantID, e, check)
 	if err != nil {
@@ -212,10 +256,22 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 		return nil, ValidationError(errs)
 	}
 	e.UpdatedAt = s.now()
-	res := s.w.WithContext(ctx).Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).Updates(map[string]any{
+	u := map[string]any{
 		"url": e.URL, "description": e.Description, "events": e.Events, "module_ids": e.ModuleIDs,
 		"retry_max": e.RetryMax, "enabled": e.Enabled, "updated_at": e.UpdatedAt,
-	})
+	}
+	// Only a change of enabled touches health: re-enabling starts afresh
+	// (a new failure window), disabling by hand is recorded as manual.
+	switch {
+	case e.Enabled && !wasEnabled:
+		e.DisabledAt, e.DisabledReason, e.ConsecutiveFailures, e.FirstFailureAt = nil, nil, 0, nil
+		u["disabled_at"], u["disabled_reason"], u["consecutive_failures"], u["first_failure_at"] = nil, nil, 0, nil
+	case !e.Enabled && wasEnabled:
+		at, reason := e.UpdatedAt, DisabledManual
+		e.DisabledAt, e.DisabledReason = &at, &reason
+		u["disabled_at"], u["disabled_reason"] = at, reason
+	}
+	res := s.w.WithContext(ctx).Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).Updates(u)
 	if res.Error != nil {
 		return nil, fmt.Errorf("update endpoint: %w", res.Error)
 	}
@@ -229,8 +285,9 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 // answering 410 Gone (SPEC §10). Disabling a disabled endpoint is harmless;
 // a deleted one is ErrNotFound.
 func (s *Store) DisableEndpoint(ctx context.Context, tenantID, id string) error {
+	now := s.now()
 	res := s.w.WithContext(ctx).Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).
-		Updates(map[string]any{"enabled": false, "updated_at": s.now()})
+		Updates(map[string]any{"enabled": false, "disabled_at": now, "disabled_reason": DisabledGone, "updated_at": now})
 	if res.Error != nil {
 		return fmt.Errorf("disable endpoint: %w", res.Error)
 	}
@@ -238,6 +295,61 @@ func (s *Store) DisableEndpoint(ctx context.Context, tenantID, id string) error 
 		return ErrNotFound
 	}
 	return nil
+}
+
+// RecordDeliveryEnd updates an endpoint's health when one of its
+// deliveries ends, at now: one UPDATE by primary key. A success resets the
+// failure count and window; a failure counts, and when disableAfter is
+// above zero it disables the endpoint (reason "failing") once at least
+// DisableAfterFailures deliveries in a row have failed over at least
+// disableAfter. A deleted endpoint is no error.
+func (s *Store) RecordDeliveryEnd(ctx context.Context, tenantID, id string, succeeded bool, now time.Time, disableAfter time.Duration) error {
+	now = now.UTC()
+	u := map[string]any{"consecutive_failures": 0, "first_failure_at": nil, "last_success_at": now}
+	if !succeeded {
+		u = map[string]any{
+			"consecutive_failures": gorm.Expr("consecutive_failures + 1"),
+			"first_failure_at":     gorm.Expr("COALESCE(first_failure_at, ?)", now),
+			"last_failure_at":      now,
+		}
+		if disableAfter > 0 {
+			// Column references on the right are the row's values before
+			// this update, in PostgreSQL and SQLite alike. A null
+			// first_failure_at means this is the first failure: no window yet.
+			cond := "enabled AND consecutive_failures + 1 >= ? AND first_failure_at IS NOT NULL AND first_failure_at <= ?"
+			args := []any{DisableAfterFailures, now.Add(-disableAfter)}
+			u["enabled"] = gorm.Expr("CASE WHEN "+cond+" THEN FALSE ELSE enabled END", args...)
+			u["disabled_at"] = gorm.Expr("CASE WHEN "+cond+" THEN ? ELSE disabled_at END", append(args, now)...)
+			u["disabled_reason"] = gorm.Expr("CASE WHEN "+cond+" THEN ? ELSE disabled_reason END", append(args, DisabledFailing)...)
+		}
+	}
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).Updates(u).Error
+	})
+	if err != nil {
+		return fmt.Errorf("record endpoint health: %w", err)
+	}
+	return nil
+}
+
+// CountEndpointsByHealth returns how many endpoints, of all tenants, are in
+// each health state; a state with none is absent.
+func (s *Store) CountEndpointsByHealth(ctx context.Context) (map[string]int64, error) {
+	var rows []struct {
+		State string
+		N     int64
+	}
+	err := s.r.WithContext(ctx).Model(&WebhookEndpoint{}).
+		Select("CASE WHEN NOT enabled THEN '" + HealthDisabled + "' WHEN consecutive_failures > 0 THEN '" + HealthFailing + "' ELSE '" + HealthHealthy + "' END AS state, COUNT(*) AS n").
+		Group("state").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("count endpoints by health: %w", err)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.State] = r.N
+	}
+	return out, nil
 }
 
 // DeleteEndpoint deletes an endpoint; deliveries in flight stop at their

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/workflows"
 )
@@ -44,6 +45,10 @@ type Config struct {
 	WebhookRetryInitial     time.Duration
 	WebhookRetryMaxInterval time.Duration
 	WebhookAllowCIDRs       []string
+	// EndpointDisableAfter: an endpoint whose deliveries have all failed
+	// for this long (at least 5 of them) is disabled
+	// (RECORDHUB_ENDPOINT_DISABLE_AFTER); zero never disables.
+	EndpointDisableAfter time.Duration
 
 	// Retention is how long each kind of row is kept
 	// (RECORDHUB_RETENTION and its per-kind overrides); zero keeps for ever.
@@ -105,6 +110,15 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 	durVar(&c.WebhookRetryInitial, "RECORDHUB_WEBHOOK_RETRY_INITIAL", 60*time.Second)
 	durVar(&c.WebhookRetryMaxInterval, "RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL", 960*time.Second)
 	errs = append(errs, c.readRetention(getenv)...)
+	c.EndpointDisableAfter = activities.DefaultDisableAfter
+	if v := getenv("RECORDHUB_ENDPOINT_DISABLE_AFTER"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, "RECORDHUB_ENDPOINT_DISABLE_AFTER must be a duration such as 120h, or 0 never to disable")
+		} else {
+			c.EndpointDisableAfter = d
+		}
+	}
 	switch v := strings.ToLower(getenv("RECORDHUB_AUTO_MIGRATE")); v {
 	case "", "true", "1", "yes":
 		c.AutoMigrate = true

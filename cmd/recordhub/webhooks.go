@@ -94,6 +94,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	deliverer, err := activities.NewDeliverer(store, activities.Config{
 		Timeout: cfg.WebhookTimeout, AllowCIDRs: allow, Version: version, Metrics: activities.NewMetrics(reg),
 		RetryInitial: cfg.WebhookRetryInitial, RetryMaxInterval: cfg.WebhookRetryMaxInterval,
+		DisableAfter: cfg.EndpointDisableAfter,
 	})
 	if err != nil {
 		return nil, err
