@@ -98,7 +98,7 @@ func historyCases() []historyCase {
 			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true},
 		},
 		{
-			file: "purge.json", workflowID: PurgeWorkflowID + "-hist",
+			file: "purge.json", workflowID: PurgeScheduleID + "-hist",
 			purge: &PurgeWorkflowOutput{Kinds: []activities.PurgeOutput{
 				{Kind: models.PurgeAccessLogs, Deleted: purgedRows}, {Kind: models.PurgeDeliveries, Deleted: purgedRows},
 				{Kind: models.PurgeEvents, Deleted: purgedRows}, {Kind: models.PurgeInboundEvents, Deleted: purgedRows},

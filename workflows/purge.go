@@ -19,14 +19,10 @@ import (
 )
 
 // The retention purge (SPEC §10) runs as the Purge workflow, started every
-// hour by the Temporal Schedule PurgeScheduleID, which worker processes
+// hour by the Temporal Schedule PurgeScheduleIDFor(task queue), which worker processes
 // create (or bring up to date) when they start.
 const (
 	PurgeScheduleID = "recordhub-purge"
-	// PurgeWorkflowID is the id of the workflows the default queue's
-	// schedule starts (Temporal appends the scheduled time); other queues'
-	// schedules start theirs under their own schedule id.
-	PurgeWorkflowID = PurgeScheduleID
 	// PurgeInterval is how often the schedule starts a purge.
 	PurgeInterval = time.Hour
 )
