@@ -15,7 +15,8 @@ import (
 
 // Event is a record change in the outbox: written in the transaction of the
 // change, delivered by the dispatcher. Payload is the exact body that every
-// delivery of the event sends.
+// delivery of the event sends. An operational event (endpoint_disabled) is
+// about an endpoint: its ModuleID and RecordID are empty.
 type Event struct {
 	ID           string `gorm:"primaryKey"`
 	TenantID     string
@@ -404,11 +405,13 @@ func pgTextArray(ss []string) string {
 	return b.String()
 }
 
-// SubscribedEndpoints returns the tenant's enabled endpoints that want an
-// event of type t on module.
+// SubscribedEndpoints returns the tenant's endpoints that want an event of
+// type t on module (see WebhookEndpoint.Subscribes), disabled ones
+// included: the dispatcher delivers to the enabled ones and records the
+// event as skipped for the others.
 func (s *Store) SubscribedEndpoints(ctx context.Context, tenantID, t, moduleID string) ([]WebhookEndpoint, error) {
 	var all []WebhookEndpoint
-	if err := s.r.WithContext(ctx).Where("tenant_id = ? AND enabled = ?", tenantID, true).Find(&all).Error; err != nil {
+	if err := s.r.WithContext(ctx).Where("tenant_id = ?", tenantID).Find(&all).Error; err != nil {
 		return nil, fmt.Errorf("subscribed endpoints: %w", err)
 	}
 	out := all[:0]

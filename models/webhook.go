@@ -9,17 +9,21 @@ import (
 	"gorm.io/gorm"
 )
 
-// Event types (SPEC §6).
+// Event types: the record events (SPEC §6) and the operational event
+// (SPEC §10).
 const (
 	EventRecordCreated     = "record_created"
 	EventRecordUpdated     = "record_updated"
 	EventRecordDeleted     = "record_deleted"
 	EventStatusChange      = "status_change"
 	EventCustomDataUpdated = "custom_data_updated"
+	// EventEndpointDisabled: an endpoint of the tenant was disabled. It
+	// belongs to no module, and is never sent to the endpoint it is about.
+	EventEndpointDisabled = "endpoint_disabled"
 )
 
-// EventTypes lists every event type.
-var EventTypes = []string{EventRecordCreated, EventRecordUpdated, EventRecordDeleted, EventStatusChange, EventCustomDataUpdated}
+// EventTypes lists every event type, the types an endpoint may subscribe to.
+var EventTypes = []string{EventRecordCreated, EventRecordUpdated, EventRecordDeleted, EventStatusChange, EventCustomDataUpdated, EventEndpointDisabled}
 
 // Webhook endpoint bounds.
 const (
@@ -95,9 +99,12 @@ func (e *WebhookEndpoint) HealthState() string {
 	return HealthHealthy
 }
 
-// Subscribes reports whether the endpoint wants an event of type t on module.
+// Subscribes reports whether the endpoint wants an event of type t on
+// module, enabled or not: while it is disabled, the events it wants are
+// recorded as skipped instead of delivered. Module filters do not apply to
+// endpoint_disabled, which belongs to no module.
 func (e *WebhookEndpoint) Subscribes(t, moduleID string) bool {
-	return e.Enabled && slices.Contains(e.Events, t) && (len(e.ModuleIDs) == 0 || slices.Contains(e.ModuleIDs, moduleID))
+	return slices.Contains(e.Events, t) && (t == EventEndpointDisabled || len(e.ModuleIDs) == 0 || slices.Contains(e.ModuleIDs, moduleID))
 }
 
 // EndpointInput holds an endpoint's settable attributes; nil members are
@@ -255,44 +262,77 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 	if len(errs) > 0 {
 		return nil, ValidationError(errs)
 	}
-	e.UpdatedAt = s.now()
+	now := s.now()
 	u := map[string]any{
 		"url": e.URL, "description": e.Description, "events": e.Events, "module_ids": e.ModuleIDs,
-		"retry_max": e.RetryMax, "enabled": e.Enabled, "updated_at": e.UpdatedAt,
+		"retry_max": e.RetryMax, "enabled": e.Enabled, "updated_at": now,
 	}
 	// Only a change of enabled touches health: re-enabling starts afresh
-	// (a new failure window), disabling by hand is recorded as manual.
-	switch {
-	case e.Enabled && !wasEnabled:
-		e.DisabledAt, e.DisabledReason, e.ConsecutiveFailures, e.FirstFailureAt = nil, nil, 0, nil
+	// (a new failure window), disabling by hand is recorded as manual and
+	// announced (endpoint_disabled) in the same transaction.
+	if e.Enabled && !wasEnabled {
 		u["disabled_at"], u["disabled_reason"], u["consecutive_failures"], u["first_failure_at"] = nil, nil, 0, nil
-	case !e.Enabled && wasEnabled:
-		at, reason := e.UpdatedAt, DisabledManual
-		e.DisabledAt, e.DisabledReason = &at, &reason
-		u["disabled_at"], u["disabled_reason"] = at, reason
 	}
-	res := s.w.WithContext(ctx).Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).Updates(u)
-	if res.Error != nil {
-		return nil, fmt.Errorf("update endpoint: %w", res.Error)
+	var (
+		out      WebhookEndpoint
+		disabled bool
+	)
+	err = s.write(ctx, func(tx *gorm.DB) error {
+		if !e.Enabled && wasEnabled {
+			var err error
+			if disabled, err = s.disableEndpointTx(tx, tenantID, id, DisabledManual, now, "", nil, u); err != nil {
+				return err
+			}
+			// Not disabled here: another writer disabled it first (and
+			// announced it), or deleted it. The other changes still apply.
+		}
+		if !disabled {
+			res := tx.Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).Updates(u)
+			if res.Error != nil {
+				return fmt.Errorf("update endpoint: %w", res.Error)
+			}
+			if res.RowsAffected == 0 {
+				return ErrNotFound
+			}
+		}
+		return tx.Where("tenant_id = ? AND id = ?", tenantID, id).Take(&out).Error
+	})
+	if err != nil {
+		return nil, err
 	}
-	if res.RowsAffected == 0 {
-		return nil, ErrNotFound
+	if disabled {
+		s.eventsWritten()
 	}
-	return e, nil
+	return &out, nil
 }
 
 // DisableEndpoint disables an endpoint at once, as its receiver asked by
-// answering 410 Gone (SPEC §10). Disabling a disabled endpoint is harmless;
-// a deleted one is ErrNotFound.
+// answering 410 Gone (SPEC §10), and writes its endpoint_disabled event in
+// the same transaction. Disabling a disabled endpoint is harmless and
+// changes nothing (its disabled_at and reason stay those of the first
+// disable, and no event is written); a deleted one is ErrNotFound.
 func (s *Store) DisableEndpoint(ctx context.Context, tenantID, id string) error {
 	now := s.now()
-	res := s.w.WithContext(ctx).Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).
-		Updates(map[string]any{"enabled": false, "disabled_at": now, "disabled_reason": DisabledGone, "updated_at": now})
-	if res.Error != nil {
-		return fmt.Errorf("disable endpoint: %w", res.Error)
+	var disabled bool
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		var err error
+		if disabled, err = s.disableEndpointTx(tx, tenantID, id, DisabledGone, now, "", nil, map[string]any{"updated_at": now}); err != nil || disabled {
+			return err
+		}
+		var n int64
+		if err := tx.Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).Count(&n).Error; err != nil {
+			return fmt.Errorf("find endpoint: %w", err)
+		}
+		if n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if res.RowsAffected == 0 {
-		return ErrNotFound
+	if disabled {
+		s.eventsWritten()
 	}
 	return nil
 }
@@ -302,9 +342,13 @@ func (s *Store) DisableEndpoint(ctx context.Context, tenantID, id string) error 
 // failure count and window; a failure counts, and when disableAfter is
 // above zero it disables the endpoint (reason "failing") once at least
 // DisableAfterFailures deliveries in a row have failed over at least
-// disableAfter. A deleted endpoint is no error.
+// disableAfter: a second, conditional UPDATE in the same transaction, which
+// also writes the endpoint_disabled event when it changed the row. A
+// deleted endpoint is no error.
 func (s *Store) RecordDeliveryEnd(ctx context.Context, tenantID, id string, succeeded bool, now time.Time, disableAfter time.Duration) error {
-	now = now.UTC()
+	// As the store's clock: what the databases keep, so that an
+	// endpoint_disabled event's occurred_at is its disabled_at.
+	now = now.UTC().Truncate(time.Microsecond)
 	u := map[string]any{"consecutive_failures": 0, "first_failure_at": nil, "last_success_at": now}
 	if !succeeded {
 		u = map[string]any{
@@ -312,22 +356,27 @@ func (s *Store) RecordDeliveryEnd(ctx context.Context, tenantID, id string, succ
 			"first_failure_at":     gorm.Expr("COALESCE(first_failure_at, ?)", now),
 			"last_failure_at":      now,
 		}
-		if disableAfter > 0 {
-			// Column references on the right are the row's values before
-			// this update, in PostgreSQL and SQLite alike. A null
-			// first_failure_at means this is the first failure: no window yet.
-			cond := "enabled AND consecutive_failures + 1 >= ? AND first_failure_at IS NOT NULL AND first_failure_at <= ?"
-			args := []any{DisableAfterFailures, now.Add(-disableAfter)}
-			u["enabled"] = gorm.Expr("CASE WHEN "+cond+" THEN FALSE ELSE enabled END", args...)
-			u["disabled_at"] = gorm.Expr("CASE WHEN "+cond+" THEN ? ELSE disabled_at END", append(args, now)...)
-			u["disabled_reason"] = gorm.Expr("CASE WHEN "+cond+" THEN ? ELSE disabled_reason END", append(args, DisabledFailing)...)
-		}
 	}
+	var disabled bool
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		return tx.Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).Updates(u).Error
+		if err := tx.Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).Updates(u).Error; err != nil {
+			return err
+		}
+		if succeeded || disableAfter <= 0 {
+			return nil
+		}
+		// On the counted row: first_failure_at is now when this was the
+		// first failure, so a positive window is not over yet.
+		var err error
+		disabled, err = s.disableEndpointTx(tx, tenantID, id, DisabledFailing, now,
+			"consecutive_failures >= ? AND first_failure_at <= ?", []any{DisableAfterFailures, now.Add(-disableAfter)}, nil)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("record endpoint health: %w", err)
+	}
+	if disabled {
+		s.eventsWritten()
 	}
 	return nil
 }

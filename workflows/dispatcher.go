@@ -21,8 +21,12 @@ type Store interface {
 	ClaimEvents(ctx context.Context, c models.Claim) ([]models.Event, error)
 	// ReleaseEvents gives up the owner's claims on events still pending.
 	ReleaseEvents(ctx context.Context, owner string, ids []string) error
-	// SubscribedEndpoints returns the enabled endpoints that want the event.
+	// SubscribedEndpoints returns the endpoints that want the event,
+	// disabled ones included.
 	SubscribedEndpoints(ctx context.Context, tenantID, eventType, moduleID string) ([]models.WebhookEndpoint, error)
+	// InsertSkippedDeliveries records the event as skipped for disabled
+	// endpoints, once per pair however often it is called.
+	InsertSkippedDeliveries(ctx context.Context, ev *models.Event, endpoints []models.WebhookEndpoint) error
 	// MarkDispatched records that the events' deliveries were started.
 	MarkDispatched(ctx context.Context, ids []string) error
 	// EventWake signals soon after new events were committed.
@@ -60,7 +64,11 @@ const (
 
 // Dispatcher is the outbox dispatcher: it starts one Delivery workflow per
 // (event, subscribed endpoint) for the events that record changes wrote in
-// their transaction, and then marks the events dispatched.
+// their transaction, and then marks the events dispatched. A subscribed
+// endpoint that is disabled gets no workflow: the event is recorded as
+// skipped for it instead (a webhook_deliveries row, error
+// endpoint_disabled), for a later recovery to send. An endpoint_disabled
+// event never goes to the endpoint it is about.
 //
 // Several dispatchers (one per worker process) share one outbox: each
 // round claims events for a lease (ClaimEvents), so that no two start the
@@ -275,22 +283,45 @@ func (s *subscriptions) of(ctx context.Context, ev *models.Event) ([]models.Webh
 	return eps, nil
 }
 
-// dispatch starts the deliveries of one event, to every endpoint that
-// subscribes to it at the time of the batch.
+// dispatch starts the deliveries of one event, to every enabled endpoint
+// that subscribes to it at the time of the batch, and records it as skipped
+// for the disabled ones. Both are harmless to repeat.
 func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *models.Event, eager bool) error {
 	eps, err := subs.of(ctx, ev)
 	if err != nil {
 		return fmt.Errorf("event %s: %w", ev.ID, err)
 	}
-	for i := range eps {
-		in, err := deliveryInput(ev, &eps[i], d.Policy, "")
+	// The endpoint an endpoint_disabled event is about never gets it, not
+	// even when it was enabled again since, nor a skipped row for it.
+	subject, err := ev.DisabledEndpointID()
+	if err != nil {
+		// Cannot happen with the store's bodies; without the subject the
+		// event cannot be sent safely, and retrying would not help.
+		d.log().Error("webhook event not delivered", "event_id", ev.ID, "error", err)
+		return nil
+	}
+	var enabled, disabled []models.WebhookEndpoint
+	for _, ep := range eps {
+		switch {
+		case ep.ID == subject:
+		case ep.Enabled:
+			enabled = append(enabled, ep)
+		default:
+			disabled = append(disabled, ep)
+		}
+	}
+	if err := d.Store.InsertSkippedDeliveries(ctx, ev, disabled); err != nil {
+		return err
+	}
+	for i := range enabled {
+		in, err := deliveryInput(ev, &enabled[i], d.Policy, "")
 		if err != nil {
 			// Cannot happen with the store's ids; retrying would not help,
 			// and keeping the event pending would hold up the outbox.
-			d.log().Error("webhook delivery skipped", "event_id", ev.ID, "endpoint_id", eps[i].ID, "error", err)
+			d.log().Error("webhook delivery skipped", "event_id", ev.ID, "endpoint_id", enabled[i].ID, "error", err)
 			continue
 		}
-		id := WorkflowID(ev.ID, eps[i].ID)
+		id := WorkflowID(ev.ID, enabled[i].ID)
 		sctx, cancel := context.WithTimeout(ctx, startTimeout)
 		_, err = d.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(d.TaskQueue, DefaultTaskQueue), in, eager), DeliveryWorkflowName, in)
 		cancel()

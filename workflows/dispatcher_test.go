@@ -383,10 +383,10 @@ func TestDispatcherNoSubscriber(t *testing.T) {
 	if _, err := f.store.DeleteRecord(ctx, f.module, r.ID); err != nil {
 		t.Fatal(err)
 	}
-	// Disable the endpoint that wants deletions: nobody wants either event now
-	// but the creation.
-	off := false
-	if _, err := f.store.UpdateEndpoint(ctx, f.tenantID, f.other.ID, models.EndpointInput{Enabled: &off}, func(context.Context, string) error { return nil }); err != nil {
+	// Delete the endpoint that wants deletions: nobody wants either event now
+	// but the creation. (A disabled one would still want it: see
+	// TestDispatcherSkipsDisabled.)
+	if err := f.store.DeleteEndpoint(ctx, f.tenantID, f.other.ID); err != nil {
 		t.Fatal(err)
 	}
 	starter := newFakeStarter()
