@@ -51,6 +51,8 @@ type Deps struct {
 	CheckURL func(ctx context.Context, rawURL string) error
 	// Replayer starts replays; without it replay answers 503.
 	Replayer Replayer
+	// Recoverer starts bulk recoveries; without it recover answers 503.
+	Recoverer Recoverer
 	// PublicURL is the base URL that inbound webhook URLs are given under
 	// (RECORDHUB_PUBLIC_URL); when empty, the address the admin called.
 	PublicURL string
@@ -74,6 +76,7 @@ type Server struct {
 	now              func() time.Time
 	urlCheck         func(ctx context.Context, rawURL string) error
 	replayer         Replayer
+	recoverer        Recoverer
 	publicURL        string
 	engine           *gin.Engine
 }
@@ -84,7 +87,7 @@ func New(d Deps) *Server {
 	s := &Server{
 		store: d.Store, limiter: d.Limiter, logs: d.Logs, log: d.Log,
 		registry: d.Registry, defaultRateLimit: d.DefaultRateLimit, ready: d.Ready, now: d.Now,
-		urlCheck: d.CheckURL, replayer: d.Replayer, publicURL: d.PublicURL,
+		urlCheck: d.CheckURL, replayer: d.Replayer, recoverer: d.Recoverer, publicURL: d.PublicURL,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -163,6 +166,8 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	admin.DELETE("/webhook-endpoints/:id", s.adminDeleteEndpoint)
 	admin.GET("/webhook-endpoints/:id/secret", s.adminEndpointSecret)
 	admin.POST("/webhook-endpoints/:id/rotate-secret", s.adminRotateEndpointSecret)
+	admin.POST("/webhook-endpoints/:id/recover", s.adminRecoverEndpoint)
+	admin.GET("/webhook-endpoints/:id/recoveries/:recoveryId", s.adminGetRecovery)
 	admin.GET("/webhook-deliveries", s.adminListDeliveries)
 	admin.GET("/webhook-deliveries/:id", s.adminGetDelivery)
 	admin.POST("/webhook-deliveries/:id/replay", s.adminReplayDelivery)

@@ -119,6 +119,13 @@ type WebhookDelivery struct {
 	Succeeded    bool
 }
 
+// utc puts the row's times in UTC: SQLite stores a time as text in its
+// zone and compares text, so a row written in another zone would fall
+// out of the time filters (deliveries list, recovery, retention).
+func (d *WebhookDelivery) utc() {
+	d.StartedAt, d.FinishedAt = d.StartedAt.UTC(), d.FinishedAt.UTC()
+}
+
 // MaxResponseBody bounds the stored response body.
 const MaxResponseBody = 4 << 10
 
@@ -127,6 +134,7 @@ func (s *Store) InsertDelivery(ctx context.Context, d *WebhookDelivery) error {
 	if d.ID == "" {
 		d.ID = NewID(PrefixDelivery)
 	}
+	d.utc()
 	d.ResponseBody = storableText(d.ResponseBody, MaxResponseBody)
 	err := s.write(ctx, func(tx *gorm.DB) error { return tx.Create(d).Error })
 	if err != nil {
@@ -157,6 +165,7 @@ func (s *Store) InsertAttempt(ctx context.Context, d *WebhookDelivery) error {
 	if d.ID == "" {
 		d.ID = NewID(PrefixDelivery)
 	}
+	d.utc()
 	d.ResponseBody = storableText(d.ResponseBody, MaxResponseBody)
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		if d.Attempt > 1 && d.WorkflowID != "" {
@@ -180,6 +189,7 @@ func (s *Store) InsertAttempt(ctx context.Context, d *WebhookDelivery) error {
 // wrote in flight: one UPDATE by primary key of the outcome's columns. The
 // request's columns are left as written before it was sent.
 func (s *Store) FinishAttempt(ctx context.Context, d *WebhookDelivery) error {
+	d.utc()
 	d.ResponseBody = storableText(d.ResponseBody, MaxResponseBody)
 	var n int64
 	err := s.write(ctx, func(tx *gorm.DB) error {

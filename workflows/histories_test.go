@@ -1,4 +1,4 @@
-// Recorded histories of the Delivery and Purge workflows: TestReplayRecordedHistories
+// Recorded histories of the Delivery, Purge and Recovery workflows: TestReplayRecordedHistories
 // replays every testdata/*.json file on each `make test`, so a change to the
 // workflow that would break its running executions (a new, removed or
 // reordered command, a renamed workflow) fails there instead of in
@@ -54,6 +54,9 @@ type historyCase struct {
 	// purge, when set, makes the case a Purge workflow's, with this
 	// result; the purge activity answers purgedRows for each kind.
 	purge *PurgeWorkflowOutput
+	// recovery, when set, makes the case a Recovery workflow's with this
+	// input; its pages are played by recordedPages.
+	recovery *RecoveryInput
 }
 
 // purgedRows is what the recorded purge activity deletes of each kind.
@@ -104,11 +107,32 @@ func historyCases() []historyCase {
 				{Kind: models.PurgeEvents, Deleted: purgedRows}, {Kind: models.PurgeInboundEvents, Deleted: purgedRows},
 			}},
 		},
+		{file: "recovery_completed.json", workflowID: RecoveryWorkflowID("whe_hist", 1), recovery: recoveryCase("rcv_done")},
+		{file: "recovery_stopped.json", workflowID: RecoveryWorkflowID("whe_hist", 2), recovery: recoveryCase("rcv_stopped"), failed: true},
 	}
 }
 
+// recordedPages plays a recorded recovery's pages: "rcv_done" has two
+// events on its first page and one on its second (page size 2), and
+// "rcv_stopped" finds its endpoint disabled.
+func recordedPages(_ context.Context, in activities.RecoverPageInput) (activities.RecoverPageOutput, error) {
+	switch {
+	case in.RecoveryID == "rcv_stopped":
+		return activities.RecoverPageOutput{}, temporal.NewNonRetryableApplicationError("the endpoint was disabled", activities.ErrTypeRecoveryStopped, nil)
+	case in.After == "":
+		return activities.RecoverPageOutput{Found: 2, Replayed: 2, Last: "evt_2"}, nil
+	}
+	return activities.RecoverPageOutput{Found: 1, Replayed: 1, Last: "evt_3", Done: true}, nil
+}
+
+// recoveryCase is a recorded recovery's input.
+func recoveryCase(id string) *RecoveryInput {
+	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	return &RecoveryInput{RecoveryID: id, TenantID: "ten_hist", EndpointID: "whe_hist", Since: at.Add(-2 * time.Hour), Until: at, AsOf: at, PageSize: 2}
+}
+
 // pinnedWorkflowNames are the names registerWorkflows registers.
-var pinnedWorkflowNames = []string{DeliveryWorkflowName, PurgeWorkflowName}
+var pinnedWorkflowNames = []string{DeliveryWorkflowName, PurgeWorkflowName, RecoveryWorkflowName}
 
 // TestReplayRecordedHistories replays every recorded history with the
 // workflow registered as the worker registers it: a non-deterministic
@@ -190,6 +214,9 @@ func TestRecordHistories(t *testing.T) {
 		r.RegisterActivityWithOptions(func(ctx context.Context, in activities.PurgeInput) (activities.PurgeOutput, error) {
 			return activities.PurgeOutput{Kind: in.Kind, Deleted: purgedRows}, nil
 		}, activity.RegisterOptions{Name: PurgeActivityName})
+		r.RegisterActivityWithOptions(recordedPages, activity.RegisterOptions{Name: RecoverPageActivityName})
+		r.RegisterActivityWithOptions(func(context.Context, activities.FinishRecoveryInput) error { return nil },
+			activity.RegisterOptions{Name: FinishRecoveryActivityName})
 	})
 	if err := os.MkdirAll("testdata", 0o755); err != nil {
 		t.Fatal(err)
@@ -198,9 +225,12 @@ func TestRecordHistories(t *testing.T) {
 		t.Run(hc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", hc.file)
 			var hist *historypb.History
-			if hc.purge != nil {
+			switch {
+			case hc.purge != nil:
 				hist = recordPurge(t, c, hc)
-			} else {
+			case hc.recovery != nil:
+				hist = recordRecovery(t, c, hc)
+			default:
 				hist = recordDelivery(t, c, hc)
 			}
 			if _, err := os.Stat(path); err == nil {
@@ -265,6 +295,30 @@ func recordPurge(t *testing.T, c client.Client, hc historyCase) *historypb.Histo
 	}
 	if diff := cmp.Diff(*hc.purge, got); diff != "" {
 		t.Fatalf("purge result (-want +got):\n%s", diff)
+	}
+	return history(ctx, t, c, hc.workflowID, run.GetRunID())
+}
+
+// recordRecovery runs hc's recovery, as Recoveries.Start starts it, checks
+// how it ends and returns its history.
+func recordRecovery(t *testing.T, c client.Client, hc historyCase) *historypb.History {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: hc.workflowID, TaskQueue: DefaultTaskQueue},
+		RecoveryWorkflowName, *hc.recovery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got RecoveryOutput
+	err = run.Get(ctx, &got)
+	switch {
+	case hc.failed && err == nil:
+		t.Fatal("the recovery completed; want it failed")
+	case !hc.failed && err != nil:
+		t.Fatal(err)
+	case !hc.failed && got != (RecoveryOutput{Found: 3, Replayed: 3}):
+		t.Fatalf("recovery output %+v, want 3 found and replayed", got)
 	}
 	return history(ctx, t, c, hc.workflowID, run.GetRunID())
 }

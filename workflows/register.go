@@ -34,4 +34,5 @@ func Register(w worker.Registry, d *activities.Deliverer) {
 func registerWorkflows(w worker.WorkflowRegistry) {
 	w.RegisterWorkflowWithOptions(Delivery, workflow.RegisterOptions{Name: DeliveryWorkflowName})
 	w.RegisterWorkflowWithOptions(Purge, workflow.RegisterOptions{Name: PurgeWorkflowName})
+	w.RegisterWorkflowWithOptions(Recovery, workflow.RegisterOptions{Name: RecoveryWorkflowName})
 }

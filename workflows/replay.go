@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/models"
 )
 
@@ -69,4 +70,32 @@ func (r *Replayer) Replay(ctx context.Context, d *models.WebhookDelivery) (workf
 		return "", "", fmt.Errorf("start replay %s: %w", id, err)
 	}
 	return run.GetID(), run.GetRunID(), nil
+}
+
+var _ activities.ReplayStarter = (*Replayer)(nil)
+
+// StartReplay starts the delivery of ev to ep as the replay execution
+// workflowID, whose attempts carry replay_of = replayOf: a recovery's
+// replays (activities.ReplayStarter), their ids reserved by the caller. An
+// execution of that id that exists already counts as started, so that a
+// retried page starts nothing twice.
+func (r *Replayer) StartReplay(ctx context.Context, ev *models.Event, ep *models.WebhookEndpoint, replayOf, workflowID string) error {
+	in, err := deliveryInput(ev, ep, r.Policy, replayOf)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	_, err = r.Starter.ExecuteWorkflow(sctx, startOptions(workflowID, cmp.Or(r.TaskQueue, DefaultTaskQueue), in, true), DeliveryWorkflowName, in)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &already) {
+		return fmt.Errorf("start replay %s: %w", workflowID, err)
+	}
+	return nil
+}
+
+// ReplayWorkflowID is the id of the n-th replay of an event to an
+// endpoint (activities.ReplayStarter).
+func (r *Replayer) ReplayWorkflowID(eventID, endpointID string, n int) string {
+	return ReplayWorkflowID(eventID, endpointID, n)
 }

@@ -22,6 +22,9 @@ const usage = `usage:
                                       create a tenant and print its first admin key
   recordhub tenant set-ai-key TENANT_ID
                                       read the tenant's AI provider key from stdin and store it encrypted
+  recordhub webhooks recover ENDPOINT_ID --since 2h|RFC3339 [--until …] [--api URL] [--detach] [--json]
+                                      replay an endpoint's failed deliveries of a time window through
+                                      the API and show the progress (admin key in RECORDHUB_ADMIN_KEY)
   recordhub healthcheck URL           exit 0 when URL answers 200 (for container health checks)
 `
 
@@ -43,6 +46,10 @@ func runCommand(ctx context.Context, args []string, lookupEnv func(string) (stri
 	}
 	if args[0] == "healthcheck" {
 		return healthcheck(ctx, args[1:])
+	}
+	if args[0] == "webhooks" {
+		// A client of the API: it needs no server configuration.
+		return webhooksCommand(ctx, args[1:], lookupEnv, stdout, stderr)
 	}
 	cfg, err := configFromEnv(lookupEnv)
 	if err != nil {

@@ -105,6 +105,7 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		DefaultRateLimit: cfg.DefaultRateLimit, Ready: checks,
 		CheckURL:  func(ctx context.Context, rawURL string) error { return activities.CheckURL(ctx, rawURL, allow) },
 		Replayer:  wh,
+		Recoverer: wh,
 		PublicURL: cfg.PublicURL,
 		OpsOnly:   !cfg.runsAPI(),
 	})

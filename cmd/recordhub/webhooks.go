@@ -28,6 +28,7 @@ var version = "dev"
 type webhooks struct {
 	client       client.Client
 	replayer     *workflows.Replayer
+	recoveries   *workflows.Recoveries
 	worker       worker.Worker
 	stopDispatch context.CancelFunc
 	dispatchDone chan struct{}
@@ -80,6 +81,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 		return nil, fmt.Errorf("connect to temporal at %s: %w", addr, err)
 	}
 	wh.replayer = &workflows.Replayer{Starter: wh.client, Store: store, Policy: policy, TaskQueue: cfg.TemporalTaskQueue}
+	wh.recoveries = &workflows.Recoveries{Starter: wh.client, Store: store, TaskQueue: cfg.TemporalTaskQueue}
 	if !cfg.runsWorker() {
 		return wh, nil
 	}
@@ -107,6 +109,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	})
 	workflows.Register(wh.worker, deliverer)
 	workflows.RegisterPurge(wh.worker, activities.NewPurger(store, activities.PurgeConfig{Retention: cfg.Retention}))
+	workflows.RegisterRecovery(wh.worker, activities.NewRecoverer(store, wh.replayer, 0, nil))
 	if err := wh.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start temporal worker: %w", err)
 	}
@@ -131,6 +134,11 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 // Replay implements api.Replayer.
 func (wh *webhooks) Replay(ctx context.Context, d *models.WebhookDelivery) (string, string, error) {
 	return wh.replayer.Replay(ctx, d)
+}
+
+// StartRecovery implements api.Recoverer.
+func (wh *webhooks) StartRecovery(ctx context.Context, tenantID, endpointID string, since time.Time, until *time.Time) (*models.WebhookRecovery, error) {
+	return wh.recoveries.Start(ctx, tenantID, endpointID, since, until)
 }
 
 // check is the readiness probe of Temporal.

@@ -1,0 +1,221 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/recordhub/recordhub/models"
+)
+
+// RecoveryStore is what a recovery reads and writes; *models.Store
+// satisfies it.
+type RecoveryStore interface {
+	GetEndpoint(ctx context.Context, tenantID, id string) (*models.WebhookEndpoint, error)
+	RecoveryPage(ctx context.Context, q models.RecoveryPageQuery) ([]models.RecoveryCandidate, error)
+	ReserveRecoveryReplays(ctx context.Context, recoveryID, endpointID string, eventIDs []string, workflowID func(eventID string, n int) string) (map[string]string, error)
+	SetRecoveryProgress(ctx context.Context, id string, p models.RecoveryProgress) error
+	FinishRecovery(ctx context.Context, id, status string, p models.RecoveryProgress, why string, at time.Time) error
+}
+
+// ReplayStarter starts replay executions; workflows.Replayer is one. It
+// is injected because the workflows package, which knows how a delivery is
+// started, imports this one.
+type ReplayStarter interface {
+	// StartReplay starts the delivery of ev to ep as the execution
+	// workflowID, replaying the attempt replayOf. An execution of that id
+	// that exists already, running or closed, counts as started.
+	StartReplay(ctx context.Context, ev *models.Event, ep *models.WebhookEndpoint, replayOf, workflowID string) error
+	// ReplayWorkflowID is the id of the n-th replay of an event to an endpoint.
+	ReplayWorkflowID(eventID, endpointID string, n int) string
+}
+
+// Recovery defaults.
+const (
+	// DefaultRecoveryPage is how many events one page replays: one
+	// activity, one progress write.
+	DefaultRecoveryPage = 100
+	// DefaultRecoveryConcurrency is how many replays of a page are started
+	// at once: starts are round trips to Temporal, and one at a time they
+	// would run far below the rate deliveries run at.
+	DefaultRecoveryConcurrency = 16
+)
+
+// Error types of the recovery's activities.
+const (
+	// ErrTypeRecoveryStopped: the endpoint was deleted or disabled while
+	// its recovery ran; replaying on would only fail.
+	ErrTypeRecoveryStopped = "RecoveryStopped"
+)
+
+// Recoverer runs bulk recoveries (SPEC §10): the RecoverPage and
+// FinishRecovery activities of the Recovery workflow.
+type Recoverer struct {
+	store       RecoveryStore
+	starter     ReplayStarter
+	concurrency int
+	now         func() time.Time
+}
+
+// NewRecoverer returns a Recoverer reading through store and starting
+// replays with starter; concurrency below 1 means
+// DefaultRecoveryConcurrency, a nil now time.Now.
+func NewRecoverer(store RecoveryStore, starter ReplayStarter, concurrency int, now func() time.Time) *Recoverer {
+	if concurrency < 1 {
+		concurrency = DefaultRecoveryConcurrency
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Recoverer{store: store, starter: starter, concurrency: concurrency, now: now}
+}
+
+// RecoverPageInput asks for one page of a recovery. Its times are the
+// recovery's, fixed when it was asked for, so that a retried page is the
+// same page.
+type RecoverPageInput struct {
+	RecoveryID string    `json:"recovery_id"`
+	TenantID   string    `json:"tenant_id"`
+	EndpointID string    `json:"endpoint_id"`
+	Since      time.Time `json:"since"`
+	Until      time.Time `json:"until"`
+	AsOf       time.Time `json:"as_of"`
+	// After is the last event id of the previous page.
+	After string `json:"after"`
+	// Limit is the page size; zero means DefaultRecoveryPage.
+	Limit int `json:"limit,omitempty"`
+	// Before is the recovery's progress before this page; the page writes
+	// it plus its own counts.
+	Before models.RecoveryProgress `json:"before"`
+}
+
+// RecoverPageOutput is what a page did.
+type RecoverPageOutput struct {
+	Found    int `json:"found"`
+	Replayed int `json:"replayed"`
+	Failed   int `json:"failed"`
+	// Last is the page's last event id: the next page's After.
+	Last string `json:"last"`
+	// Done: no page follows.
+	Done bool `json:"done"`
+}
+
+// RecoverPage replays one page of a recovery's events: it reads the page,
+// reserves one replay per event for the recovery (the same one again when
+// the page is retried), starts them, several at once, and writes the
+// recovery's progress. An event no longer stored counts as failed. A
+// replay start that fails fails the page, which Temporal retries: the
+// starts that went through are then refused as already started, and
+// counted as replayed once. The endpoint deleted or disabled stops the
+// recovery (ErrTypeRecoveryStopped, not retried).
+func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (RecoverPageOutput, error) {
+	limit := in.Limit
+	if limit < 1 {
+		limit = DefaultRecoveryPage
+	}
+	ep, err := r.store.GetEndpoint(ctx, in.TenantID, in.EndpointID)
+	if errors.Is(err, models.ErrNotFound) {
+		return RecoverPageOutput{}, temporal.NewNonRetryableApplicationError("the endpoint was deleted", ErrTypeRecoveryStopped, err)
+	}
+	if err != nil {
+		return RecoverPageOutput{}, fmt.Errorf("load endpoint: %w", err)
+	}
+	if !ep.Enabled {
+		return RecoverPageOutput{}, temporal.NewNonRetryableApplicationError("the endpoint was disabled", ErrTypeRecoveryStopped, nil)
+	}
+	page, err := r.store.RecoveryPage(ctx, models.RecoveryPageQuery{
+		TenantID: in.TenantID, EndpointID: in.EndpointID, Since: in.Since, Until: in.Until, AsOf: in.AsOf,
+		After: in.After, Limit: limit,
+	})
+	if err != nil {
+		return RecoverPageOutput{}, err
+	}
+	out := RecoverPageOutput{Found: len(page), Done: len(page) < limit}
+	if len(page) == 0 {
+		return out, nil
+	}
+	out.Last = page[len(page)-1].EventID
+	var replay []models.RecoveryCandidate
+	for _, c := range page {
+		if c.Event == nil {
+			out.Failed++
+			continue
+		}
+		replay = append(replay, c)
+	}
+	ids := make([]string, len(replay))
+	for i, c := range replay {
+		ids[i] = c.EventID
+	}
+	wids, err := r.store.ReserveRecoveryReplays(ctx, in.RecoveryID, in.EndpointID, ids, func(eventID string, n int) string {
+		return r.starter.ReplayWorkflowID(eventID, in.EndpointID, n)
+	})
+	if err != nil {
+		return RecoverPageOutput{}, err
+	}
+	if err := r.startAll(ctx, replay, ep, wids); err != nil {
+		return RecoverPageOutput{}, err
+	}
+	out.Replayed = len(replay)
+	p := models.RecoveryProgress{Found: in.Before.Found + out.Found, Replayed: in.Before.Replayed + out.Replayed, Failed: in.Before.Failed + out.Failed}
+	if err := r.store.SetRecoveryProgress(ctx, in.RecoveryID, p); err != nil {
+		return RecoverPageOutput{}, err
+	}
+	return out, nil
+}
+
+// startAll starts the replays of cs, r.concurrency at a time, and returns
+// the first error; after one, it starts no more.
+func (r *Recoverer) startAll(ctx context.Context, cs []models.RecoveryCandidate, ep *models.WebhookEndpoint, wids map[string]string) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, r.concurrency)
+		once  sync.Once
+		first error
+	)
+	for _, c := range cs {
+		sem <- struct{}{}
+		if sctx.Err() != nil {
+			<-sem
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := r.starter.StartReplay(sctx, c.Event, ep, c.ReplayOf, wids[c.EventID]); err != nil {
+				once.Do(func() {
+					first = fmt.Errorf("replay of %s: %w", c.EventID, err)
+					cancel()
+				})
+			}
+		})
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx)
+		}
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// FinishRecoveryInput ends a recovery.
+type FinishRecoveryInput struct {
+	RecoveryID string                  `json:"recovery_id"`
+	Status     string                  `json:"status"`
+	Progress   models.RecoveryProgress `json:"progress"`
+	// Error says why a failed recovery stopped.
+	Error string `json:"error,omitempty"`
+}
+
+// FinishRecovery records the end of a recovery, at this worker's clock.
+func (r *Recoverer) FinishRecovery(ctx context.Context, in FinishRecoveryInput) error {
+	return r.store.FinishRecovery(ctx, in.RecoveryID, in.Status, in.Progress, in.Error, r.now())
+}

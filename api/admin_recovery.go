@@ -1,0 +1,120 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/recordhub/recordhub/models"
+)
+
+// Recoverer starts bulk recoveries of an endpoint's failed deliveries
+// (SPEC §10); workflows.Recoveries is one.
+type Recoverer interface {
+	// StartRecovery starts a recovery of the deliveries started from since until
+	// until (nil: now), as one workflow.
+	StartRecovery(ctx context.Context, tenantID, endpointID string, since time.Time, until *time.Time) (*models.WebhookRecovery, error)
+}
+
+// recoveryJSON is a recovery's status.
+type recoveryJSON struct {
+	ID         string     `json:"id"`
+	EndpointID string     `json:"endpoint_id"`
+	WorkflowID string     `json:"workflow_id"`
+	Since      time.Time  `json:"since"`
+	Until      time.Time  `json:"until"`
+	Status     string     `json:"status"`
+	Found      int        `json:"found"`
+	Replayed   int        `json:"replayed"`
+	Failed     int        `json:"failed"`
+	Error      *string    `json:"error"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+}
+
+func recoveryOut(r *models.WebhookRecovery) recoveryJSON {
+	out := recoveryJSON{
+		ID: r.ID, EndpointID: r.EndpointID, WorkflowID: r.WorkflowID, Since: r.WindowSince, Until: r.WindowUntil,
+		Status: r.Status, Found: r.Found, Replayed: r.Replayed, Failed: r.Failed, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+	}
+	if r.Error != "" {
+		out.Error = &r.Error
+	}
+	return out
+}
+
+// adminRecoverEndpoint starts a recovery: 202 with its id and workflow id;
+// its progress is at the status route.
+func (s *Server) adminRecoverEndpoint(c *gin.Context) {
+	var in struct {
+		Since *string `json:"since"`
+		Until *string `json:"until"`
+	}
+	if !s.readJSON(c, &in, false) {
+		return
+	}
+	// Fields of the body are validated like any body (422, per field).
+	var errs []models.FieldError
+	since, msg := bodyTime(in.Since)
+	if since == nil && msg == "" {
+		msg = "is required"
+	}
+	if msg != "" {
+		errs = append(errs, models.FieldError{Field: "since", Message: msg})
+	}
+	until, msg := bodyTime(in.Until)
+	if msg != "" {
+		errs = append(errs, models.FieldError{Field: "until", Message: msg})
+	}
+	if since != nil && !since.Before(s.now()) {
+		errs = append(errs, models.FieldError{Field: "since", Message: "must be in the past"})
+	}
+	if since != nil && until != nil && !since.Before(*until) {
+		errs = append(errs, models.FieldError{Field: "until", Message: "must be after since"})
+	}
+	if len(errs) > 0 {
+		s.fail(c, models.ValidationError(errs))
+		return
+	}
+	// The endpoint is looked up before Temporal is needed: a foreign id is
+	// a 404 wherever the recovery would run.
+	if _, err := s.store.GetEndpoint(c.Request.Context(), tenantOf(c), c.Param("id")); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if s.recoverer == nil {
+		failCode(c, http.StatusServiceUnavailable, codeUnavailable, "webhook delivery is not running in this process")
+		return
+	}
+	rec, err := s.recoverer.StartRecovery(c.Request.Context(), tenantOf(c), c.Param("id"), *since, until)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Header("Location", "/api/admin/webhook-endpoints/"+rec.EndpointID+"/recoveries/"+rec.ID)
+	c.JSON(http.StatusAccepted, gin.H{"recovery_id": rec.ID, "workflow_id": rec.WorkflowID})
+}
+
+func (s *Server) adminGetRecovery(c *gin.Context) {
+	rec, err := s.store.GetRecovery(c.Request.Context(), tenantOf(c), c.Param("id"), c.Param("recoveryId"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, recoveryOut(rec))
+}
+
+// bodyTime parses an RFC 3339 date-time from a JSON body: nil when absent,
+// else the time or why it is not one.
+func bodyTime(v *string) (*time.Time, string) {
+	if v == nil || *v == "" {
+		return nil, ""
+	}
+	t, err := time.Parse(time.RFC3339Nano, *v)
+	if err != nil {
+		return nil, "must be an RFC 3339 date-time"
+	}
+	return &t, ""
+}

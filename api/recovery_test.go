@@ -1,0 +1,167 @@
+package api_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/recordhub/recordhub/api"
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
+	"github.com/recordhub/recordhub/workflows"
+)
+
+// fakeStarter records the workflows it is asked to start.
+type fakeStarter struct {
+	mu      sync.Mutex
+	err     error
+	started []client.StartWorkflowOptions
+	inputs  []workflows.RecoveryInput
+}
+
+func (f *fakeStarter) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	f.started = append(f.started, o)
+	f.inputs = append(f.inputs, args[0].(workflows.RecoveryInput))
+	return nil, nil
+}
+
+func (f *fakeStarter) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.started)
+}
+
+func withRecoverer(r api.Recoverer) envOption { return func(d *api.Deps) { d.Recoverer = r } }
+
+// recoverer adapts workflows.Recoveries to api.Recoverer.
+type recoverer struct{ *workflows.Recoveries }
+
+func (r recoverer) StartRecovery(ctx context.Context, tenantID, endpointID string, since time.Time, until *time.Time) (*models.WebhookRecovery, error) {
+	return r.Start(ctx, tenantID, endpointID, since, until)
+}
+
+// TestRecoverEndpoint: recover answers 202 with the recovery's ids,
+// starts its workflow with the window capped at now, and the status route
+// shows it running; a second recovery is numbered 2.
+func TestRecoverEndpoint(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		starter := &fakeStarter{}
+		store := storetest.Open(t, d)
+		e := newEnvOn(t, store, withRecoverer(recoverer{&workflows.Recoveries{Starter: starter, Store: store}}))
+		ep := e.createEndpoint(map[string]any{"url": "https://hooks.example.com/a", "events": []string{"record_created"}})["id"].(string)
+
+		since := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)
+		before := time.Now()
+		r := e.call("POST", "/api/admin/webhook-endpoints/"+ep+"/recover", e.admin, map[string]any{
+			"since": since.Format(time.RFC3339), "until": time.Now().Add(time.Hour).Format(time.RFC3339),
+		}).want(202)
+		var got struct {
+			RecoveryID string `json:"recovery_id"`
+			WorkflowID string `json:"workflow_id"`
+		}
+		r.decode(&got)
+		if want := "webhook-recovery/" + ep + "/1"; got.WorkflowID != want {
+			t.Errorf("workflow id %q, want %q", got.WorkflowID, want)
+		}
+		if loc := r.header.Get("Location"); loc != "/api/admin/webhook-endpoints/"+ep+"/recoveries/"+got.RecoveryID {
+			t.Errorf("Location %q", loc)
+		}
+		if starter.count() != 1 || starter.started[0].ID != got.WorkflowID {
+			t.Fatalf("started %+v, want one workflow %s", starter.started, got.WorkflowID)
+		}
+		in := starter.inputs[0]
+		if in.RecoveryID != got.RecoveryID || in.EndpointID != ep || !in.Since.Equal(since) ||
+			in.Until.Before(before) || in.Until.After(time.Now()) || !in.AsOf.Equal(in.Until) {
+			t.Errorf("input %+v: want the window from %s capped at the request's time", in, since)
+		}
+
+		status := e.call("GET", "/api/admin/webhook-endpoints/"+ep+"/recoveries/"+got.RecoveryID, e.admin, nil).want(200).json()
+		if status["status"] != "running" || status["found"] != 0.0 || status["finished_at"] != nil || status["workflow_id"] != got.WorkflowID {
+			t.Errorf("status %v, want running with nothing found yet", status)
+		}
+		second := e.call("POST", "/api/admin/webhook-endpoints/"+ep+"/recover", e.admin, map[string]any{"since": since.Format(time.RFC3339)}).want(202).json()
+		if second["workflow_id"] != "webhook-recovery/"+ep+"/2" {
+			t.Errorf("second recovery %v, want number 2", second)
+		}
+	})
+}
+
+// TestRecoverEndpointRefusals: bad windows are 422, a disabled endpoint
+// 409, a foreign or missing one 404, a Temporal that does not answer 503
+// (the recovery is then recorded failed); none of the refusals starts a
+// workflow or records a recovery.
+func TestRecoverEndpointRefusals(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		starter := &fakeStarter{}
+		mine := newEnv(t, d)
+		rec := recoverer{&workflows.Recoveries{Starter: starter, Store: mine.store}}
+		e := newEnvOn(t, mine.store, withRecoverer(rec))
+		theirs := newEnvOn(t, mine.store)
+		ep := e.createEndpoint(map[string]any{"url": "https://hooks.example.com/a", "events": []string{"record_created"}})["id"].(string)
+		theirEP := theirs.createEndpoint(map[string]any{"url": "https://hooks.example.com/b", "events": []string{"record_created"}})["id"].(string)
+		path := "/api/admin/webhook-endpoints/" + ep + "/recover"
+		hourAgo := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+
+		for _, c := range []struct {
+			name   string
+			body   any
+			fields []string
+		}{
+			{"no since", map[string]any{}, []string{"since"}},
+			{"unparseable since", map[string]any{"since": "yesterday"}, []string{"since"}},
+			{"since in the future", map[string]any{"since": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, []string{"since"}},
+			{"unparseable until", map[string]any{"since": hourAgo, "until": "2026-13-01T00:00:00Z"}, []string{"until"}},
+			{"since after until", map[string]any{"since": hourAgo, "until": time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)}, []string{"until"}},
+			{"since equal to until", map[string]any{"since": hourAgo, "until": hourAgo}, []string{"until"}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				wantDetails(t, e.on(t).call("POST", path, e.admin, c.body), c.fields...)
+			})
+		}
+		wantErrorBody(t, e.call("POST", path, e.admin, map[string]any{"since": hourAgo, "extra": 1}).want(400), "invalid_request")
+		wantErrorBody(t, e.call("POST", "/api/admin/webhook-endpoints/"+theirEP+"/recover", e.admin, map[string]any{"since": hourAgo}).want(404), "not_found")
+		wantErrorBody(t, e.call("POST", "/api/admin/webhook-endpoints/whe_01jzzzzzzzzzzzzzzzzzzzzzzz/recover", e.admin, map[string]any{"since": hourAgo}).want(404), "not_found")
+
+		e.call("PATCH", "/api/admin/webhook-endpoints/"+ep, e.admin, map[string]any{"enabled": false}).want(200)
+		wantErrorBody(t, e.call("POST", path, e.admin, map[string]any{"since": hourAgo}).want(409), "conflict")
+		if n := starter.count(); n != 0 {
+			t.Fatalf("%d workflows started by refused recoveries", n)
+		}
+		// No recovery was recorded: the first that is has number 1.
+		e.call("PATCH", "/api/admin/webhook-endpoints/"+ep, e.admin, map[string]any{"enabled": true}).want(200)
+		starter.err = serviceerror.NewUnavailable("connection refused")
+		wantErrorBody(t, e.call("POST", path, e.admin, map[string]any{"since": hourAgo}).want(503), "unavailable")
+		starter.err = nil
+		ok := e.call("POST", path, e.admin, map[string]any{"since": hourAgo}).want(202).json()
+		if ok["workflow_id"] != "webhook-recovery/"+ep+"/2" {
+			t.Errorf("recovery after a refused start %v: want number 2 (1 is the one Temporal refused)", ok)
+		}
+		// Status: a foreign endpoint's recovery, or a recovery under another endpoint, is 404.
+		id := ok["recovery_id"].(string)
+		e.call("GET", "/api/admin/webhook-endpoints/"+ep+"/recoveries/"+id, e.admin, nil).want(200)
+		wantErrorBody(t, theirs.call("GET", "/api/admin/webhook-endpoints/"+ep+"/recoveries/"+id, theirs.admin, nil).want(404), "not_found")
+		wantErrorBody(t, e.call("GET", "/api/admin/webhook-endpoints/"+theirEP+"/recoveries/"+id, e.admin, nil).want(404), "not_found")
+		wantErrorBody(t, e.call("GET", "/api/admin/webhook-endpoints/"+ep+"/recoveries/rcv_01jzzzzzzzzzzzzzzzzzzzzzzz", e.admin, nil).want(404), "not_found")
+	})
+}
+
+// TestRecoverWithoutRecoverer: a process that cannot start workflows
+// answers 503, after the endpoint is found.
+func TestRecoverWithoutRecoverer(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		ep := e.createEndpoint(map[string]any{"url": "https://hooks.example.com/a", "events": []string{"record_created"}})["id"].(string)
+		since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+		wantErrorBody(t, e.call("POST", "/api/admin/webhook-endpoints/"+ep+"/recover", e.admin, map[string]any{"since": since}).want(503), "unavailable")
+		e.call("POST", "/api/admin/webhook-endpoints/whe_01jzzzzzzzzzzzzzzzzzzzzzzz/recover", e.admin, map[string]any{"since": since}).want(404)
+	})
+}
