@@ -100,6 +100,18 @@ func quietLogger(tb testing.TB) log.Logger {
 	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelError + 1})))
 }
 
+// recoveryTemporal starts a Temporal server in-process for the test and
+// returns its client, the delivery search attributes registered.
+func recoveryTemporal(tb testing.TB) client.Client {
+	ts := temporaltest.NewServer(temporaltest.WithBaseClientOptions(client.Options{Logger: quietLogger(tb)}))
+	tb.Cleanup(ts.Stop)
+	c := ts.GetDefaultClient()
+	if err := RegisterSearchAttributes(tb.Context(), c, ts.GetDefaultNamespace()); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
 func newRecoveryRig(tb testing.TB, c client.Client, d models.Dialect) *recoveryRig {
 	ctx := tb.Context()
 	r := &recoveryRig{
@@ -226,11 +238,7 @@ func TestRecoveryEndToEnd(t *testing.T) {
 		t.Skip("2,000 deliveries: not in -short")
 	}
 	const events = 1000
-	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseClientOptions(client.Options{Logger: quietLogger(t)}))
-	c := ts.GetDefaultClient()
-	if err := RegisterSearchAttributes(t.Context(), c, ts.GetDefaultNamespace()); err != nil {
-		t.Fatal(err)
-	}
+	c := recoveryTemporal(t)
 	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := t.Context()
@@ -337,11 +345,7 @@ func TestRecoveryEndToEnd(t *testing.T) {
 // a recovery sends each of them once.
 func TestRecoverySendsSkipped(t *testing.T) {
 	const events = 5
-	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseClientOptions(client.Options{Logger: quietLogger(t)}))
-	c := ts.GetDefaultClient()
-	if err := RegisterSearchAttributes(t.Context(), c, ts.GetDefaultNamespace()); err != nil {
-		t.Fatal(err)
-	}
+	c := recoveryTemporal(t)
 	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := t.Context()
@@ -410,12 +414,7 @@ func TestRecoverySendsSkipped(t *testing.T) {
 //	go test ./workflows -run '^$' -bench BenchmarkRecovery -benchtime 1x
 func BenchmarkRecovery(b *testing.B) {
 	const events = 1000
-	ts := temporaltest.NewServer(temporaltest.WithBaseClientOptions(client.Options{Logger: quietLogger(b)}))
-	b.Cleanup(ts.Stop)
-	c := ts.GetDefaultClient()
-	if err := RegisterSearchAttributes(b.Context(), c, ts.GetDefaultNamespace()); err != nil {
-		b.Fatal(err)
-	}
+	c := recoveryTemporal(b)
 	for b.Loop() {
 		rig := newRecoveryRig(b, c, models.SQLite)
 		rig.worker(rig.replayer)
