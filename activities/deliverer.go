@@ -32,6 +32,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -104,6 +106,11 @@ type Config struct {
 	// (RECORDHUB_ENDPOINT_DISABLE_AFTER); zero never disables. Callers pass
 	// DefaultDisableAfter for the default.
 	DisableAfter time.Duration
+	// TracerProvider, when set, gives every request sent a client span and
+	// a traceparent header (through Propagator, W3C Trace Context when
+	// nil); nil sends neither.
+	TracerProvider trace.TracerProvider
+	Propagator     propagation.TextMapPropagator
 }
 
 // Deliverer makes delivery attempts. Register it with the Temporal worker;
@@ -122,6 +129,8 @@ type Deliverer struct {
 	schedule  schedule
 	// disableAfter: see Config.DisableAfter.
 	disableAfter time.Duration
+	// tracing is nil when tracing is off.
+	tracing *tracing
 }
 
 // NewDeliverer returns a Deliverer that reads and writes through store.
@@ -195,6 +204,7 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 		schedule:  schedule{initial: cfg.RetryInitial, coefficient: retryCoefficient, maxInterval: max(cfg.RetryMaxInterval, cfg.RetryInitial)},
 
 		disableAfter: cfg.DisableAfter,
+		tracing:      newTracing(cfg.TracerProvider, cfg.Propagator),
 	}, nil
 }
 
@@ -258,13 +268,24 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 	}
 	req, f := d.prepare(ctx, in, info.attempt, row)
 	inFlight := f == nil
+	var span trace.Span
+	if inFlight && d.tracing != nil {
+		req, span = d.tracing.start(req, in, info.attempt)
+		row.RequestHeaders = sentHeaders(req)
+	}
 	if inFlight {
 		if err := d.insertInFlight(ctx, row); err != nil {
+			if span != nil {
+				span.End() // nothing was sent
+			}
 			d.metrics.observe(DeliveryErrInternal, time.Since(begin))
 			out := AttemptOutput{Attempt: row.Attempt, Error: DeliveryErrInternal}
 			return out, temporal.NewApplicationErrorWithCause("record delivery attempt before sending: "+err.Error(), ErrTypeStore, err, out)
 		}
-		f = d.send(ctx, req, row)
+		f = d.send(req.Context(), req, row)
+	}
+	if span != nil {
+		d.tracing.end(span, row, f)
 	}
 	row.Succeeded = f == nil
 	row.FinishedAt = d.now()

@@ -11,6 +11,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/recordhub/recordhub/api/ratelimit"
 	"github.com/recordhub/recordhub/models"
@@ -58,6 +60,11 @@ type Deps struct {
 	PublicURL string
 	// OpsOnly serves only /healthz, /readyz and /metrics (a worker process).
 	OpsOnly bool
+	// TracerProvider, when set, gives every request a server span, which
+	// the events a request writes carry on (Propagator reads callers'
+	// traceparent, W3C Trace Context when nil); nil traces nothing.
+	TracerProvider trace.TracerProvider
+	Propagator     propagation.TextMapPropagator
 }
 
 // inboundRoute is the public inbound webhook.
@@ -78,6 +85,7 @@ type Server struct {
 	replayer         Replayer
 	recoverer        Recoverer
 	publicURL        string
+	tracing          *tracing
 	engine           *gin.Engine
 }
 
@@ -101,6 +109,12 @@ func New(d Deps) *Server {
 	if s.defaultRateLimit <= 0 {
 		s.defaultRateLimit = 600
 	}
+	if d.TracerProvider != nil {
+		s.tracing = &tracing{tracer: d.TracerProvider.Tracer("github.com/recordhub/recordhub/api"), propagator: d.Propagator}
+		if s.tracing.propagator == nil {
+			s.tracing.propagator = propagation.TraceContext{}
+		}
+	}
 	s.metrics = newMetrics(s.registry)
 	if s.store != nil && !d.OpsOnly {
 		s.registry.MustRegister(newEndpointHealthCollector(s.store, s.log))
@@ -117,6 +131,9 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	// Clients are identified by the connection's address; forwarded-for
 	// headers are not trusted unless a deployment puts a known proxy in front.
 	_ = r.SetTrustedProxies(nil)
+	if s.tracing != nil {
+		r.Use(s.tracing.handle)
+	}
 	r.Use(s.requestID, lingerAfterTooLarge, s.observe, s.recover)
 
 	r.GET("/healthz", s.healthz)

@@ -30,6 +30,10 @@ type Event struct {
 	// event and until when (see ClaimEvents).
 	ClaimedBy    *string
 	ClaimedUntil *time.Time
+	// TraceParent is the W3C traceparent of the span that wrote the event
+	// (the API request, the inbound call, the attempt that disabled an
+	// endpoint), which its deliveries continue; empty without one.
+	TraceParent string
 }
 
 // eventBody is the JSON body of an event (SPEC §6).
@@ -163,6 +167,7 @@ func (s *Store) insertEvents(tx *gorm.DB, events []Event) error {
 	if len(events) == 0 {
 		return nil
 	}
+	stampTrace(tx.Statement.Context, events)
 	if err := tx.Create(&events).Error; err != nil {
 		return fmt.Errorf("insert events: %w", err)
 	}

@@ -81,7 +81,7 @@ func (s *Store) commitGroup(group []writeJob) {
 			errs[i] = fmt.Errorf("savepoint: %w", err)
 			continue
 		}
-		if err := j.fn(tx); err != nil {
+		if err := j.fn(withTrace(j.ctx, tx)); err != nil {
 			errs[i] = err
 			if rerr := tx.RollbackTo(sp).Error; rerr != nil {
 				// The transaction is unusable: fail every write of the group.

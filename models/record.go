@@ -97,6 +97,7 @@ func (s *Store) newRecord(m *Module, fields, customData map[string]any) (*Record
 // atomically. On PostgreSQL it is one statement, one round trip; SQLite runs
 // in process, so a transaction of several statements costs little there.
 func (s *Store) insertRecord(ctx context.Context, r *Record, events []Event) error {
+	stampTrace(ctx, events)
 	if s.dialect == Postgres {
 		fields, err := r.Fields.Value()
 		if err != nil {
@@ -112,14 +113,14 @@ func (s *Store) insertRecord(ctx context.Context, r *Record, events []Event) err
 			if i > 0 {
 				values += ", "
 			}
-			values += "(?, ?, ?, ?, ?, ?, ?)"
-			args = append(args, e.ID, e.TenantID, e.ModuleID, e.RecordID, e.Type, e.Payload, e.OccurredAt)
+			values += "(?, ?, ?, ?, ?, ?, ?, ?)"
+			args = append(args, e.ID, e.TenantID, e.ModuleID, e.RecordID, e.Type, e.Payload, e.OccurredAt, e.TraceParent)
 		}
 		args = append(args, s.shard())
 		err = s.w.WithContext(ctx).Exec(`WITH r AS (
 			INSERT INTO records (id, tenant_id, module_id, fields, custom_data, version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING module_id),
-			e AS (INSERT INTO events (id, tenant_id, module_id, record_id, type, payload, occurred_at) VALUES `+values+`)
+			e AS (INSERT INTO events (id, tenant_id, module_id, record_id, type, payload, occurred_at, trace_parent) VALUES `+values+`)
 			INSERT INTO module_record_counts (module_id, shard, count) SELECT module_id, ?, 1 FROM r
 			ON CONFLICT (module_id, shard) DO UPDATE SET count = module_record_counts.count + excluded.count`,
 			args...).Error

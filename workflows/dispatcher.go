@@ -322,7 +322,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *mode
 			continue
 		}
 		id := WorkflowID(ev.ID, enabled[i].ID)
-		sctx, cancel := context.WithTimeout(ctx, startTimeout)
+		// The delivery continues the trace of the change that wrote the
+		// event (the client's tracing interceptor, when tracing is on).
+		sctx, cancel := context.WithTimeout(ev.TraceContext(ctx), startTimeout)
 		_, err = d.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(d.TaskQueue, DefaultTaskQueue), in, eager), DeliveryWorkflowName, in)
 		cancel()
 		var already *serviceerror.WorkflowExecutionAlreadyStarted

@@ -57,7 +57,8 @@ func (r *Replayer) Replay(ctx context.Context, d *models.WebhookDelivery) (workf
 	if err != nil {
 		return "", "", fmt.Errorf("replay of delivery %s: %w", d.ID, err)
 	}
-	sctx, cancel := context.WithTimeout(ctx, startTimeout)
+	// A replay continues the trace of the change that wrote the event.
+	sctx, cancel := context.WithTimeout(event.TraceContext(ctx), startTimeout)
 	defer cancel()
 	run, err := r.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(r.TaskQueue, DefaultTaskQueue), in, true), DeliveryWorkflowName, in)
 	if err != nil {
@@ -84,7 +85,7 @@ func (r *Replayer) StartReplay(ctx context.Context, ev *models.Event, ep *models
 	if err != nil {
 		return err
 	}
-	sctx, cancel := context.WithTimeout(ctx, startTimeout)
+	sctx, cancel := context.WithTimeout(ev.TraceContext(ctx), startTimeout)
 	defer cancel()
 	_, err = r.Starter.ExecuteWorkflow(sctx, startOptions(workflowID, cmp.Or(r.TaskQueue, DefaultTaskQueue), in, true), DeliveryWorkflowName, in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted

@@ -53,6 +53,10 @@ type Config struct {
 	// Retention is how long each kind of row is kept
 	// (RECORDHUB_RETENTION and its per-kind overrides); zero keeps for ever.
 	Retention map[models.PurgeKind]time.Duration
+
+	// Tracing is read from the standard OTEL_* variables; off unless an
+	// OTLP endpoint is set.
+	Tracing TracingConfig
 }
 
 // configFromEnv reads the configuration through lookupEnv (os.LookupEnv),
@@ -110,6 +114,11 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 	durVar(&c.WebhookRetryInitial, "RECORDHUB_WEBHOOK_RETRY_INITIAL", 60*time.Second)
 	durVar(&c.WebhookRetryMaxInterval, "RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL", 960*time.Second)
 	errs = append(errs, c.readRetention(getenv)...)
+	var terr string
+	c.Tracing, terr = tracingFromEnv(getenv)
+	if terr != "" {
+		errs = append(errs, terr)
+	}
 	c.EndpointDisableAfter = activities.DefaultDisableAfter
 	if v := getenv("RECORDHUB_ENDPOINT_DISABLE_AFTER"); v != "" {
 		d, err := time.ParseDuration(v)

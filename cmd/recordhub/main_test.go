@@ -82,11 +82,18 @@ func startService(t *testing.T, cfg Config, stdout io.Writer) (base string, stop
 // log) written to stderr.
 func startServiceLogging(t *testing.T, cfg Config, stdout, stderr io.Writer) (base string, stop func() error) {
 	t.Helper()
+	return startServiceEnv(t, cfg, Env{Stdout: stdout, Stderr: stderr})
+}
+
+// startServiceEnv is startService with env (its Listening is replaced).
+func startServiceEnv(t *testing.T, cfg Config, env Env) (base string, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
+	env.Listening = func(a string) { addr <- a }
 	go func() {
-		done <- run(ctx, cfg, Env{Stdout: stdout, Stderr: stderr, Listening: func(a string) { addr <- a }})
+		done <- run(ctx, cfg, env)
 	}()
 	select {
 	case a := <-addr:

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/api"
@@ -27,6 +29,9 @@ type Env struct {
 	// Listening, when set, is called with the API's address once it accepts
 	// connections (tests listen on port 0).
 	Listening func(addr string)
+	// TracerProvider, when set, traces the run instead of the OTEL_*
+	// configuration (tests record spans in process).
+	TracerProvider trace.TracerProvider
 }
 
 // shutdownTimeout bounds the graceful part of a shutdown.
@@ -36,6 +41,25 @@ const shutdownTimeout = 30 * time.Second
 // in-flight requests finish and queued access-log rows are written.
 func run(ctx context.Context, cfg Config, env Env) error {
 	log := slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+
+	tr := &tracing{provider: env.TracerProvider, propagator: propagation.TraceContext{}}
+	if env.TracerProvider == nil {
+		var err error
+		if tr, err = startTracing(ctx, cfg.Tracing); err != nil {
+			return err
+		}
+		if tr != nil {
+			log.Info("tracing on: exporting spans over OTLP", "protocol", cfg.Tracing.Protocol, "service", cfg.Tracing.ServiceName)
+		}
+	}
+	// Deferred first, so it runs last: the spans of the shutdown are flushed too.
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tr.close(fctx); err != nil {
+			log.Warn("traces not flushed", "error", err)
+		}
+	}()
 
 	store, err := openStore(ctx, cfg, cfg.AutoMigrate)
 	if err != nil {
@@ -84,7 +108,7 @@ func run(ctx context.Context, cfg Config, env Env) error {
 	defer stopWatch()
 	go store.WatchChanges(watchCtx, log)
 
-	wh, err := startWebhooks(ctx, cfg, store, reg, log)
+	wh, err := startWebhooks(ctx, cfg, store, reg, log, tr)
 	if err != nil {
 		return err
 	}
@@ -108,6 +132,9 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		Recoverer: wh,
 		PublicURL: cfg.PublicURL,
 		OpsOnly:   !cfg.runsAPI(),
+
+		TracerProvider: tr.tracerProvider(),
+		Propagator:     tr.textPropagator(),
 	})
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),

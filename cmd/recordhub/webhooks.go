@@ -49,7 +49,7 @@ var reconnectBackoff = grpc.ConnectParams{
 // dispatcher. The API role's client connects lazily: the API accepts
 // writes while Temporal is down (the outbox holds their events), and only
 // replays need Temporal.
-func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg prometheus.Registerer, log *slog.Logger) (_ *webhooks, err error) {
+func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg prometheus.Registerer, log *slog.Logger, tr *tracing) (_ *webhooks, err error) {
 	policy := workflows.RetryPolicy{
 		Initial: cfg.WebhookRetryInitial, MaxInterval: cfg.WebhookRetryMaxInterval, AttemptTimeout: cfg.WebhookTimeout,
 	}
@@ -71,6 +71,9 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	opts := client.Options{
 		HostPort: addr, Namespace: cfg.TemporalNamespace, Logger: sdklog.NewStructuredLogger(sdkLog),
 		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{grpc.WithConnectParams(reconnectBackoff)}},
+	}
+	if opts.Interceptors, err = tr.temporalInterceptors(); err != nil {
+		return nil, err
 	}
 	if cfg.runsWorker() {
 		wh.client, err = client.DialContext(ctx, opts)
@@ -96,7 +99,8 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	deliverer, err := activities.NewDeliverer(store, activities.Config{
 		Timeout: cfg.WebhookTimeout, AllowCIDRs: allow, Version: version, Metrics: activities.NewMetrics(reg),
 		RetryInitial: cfg.WebhookRetryInitial, RetryMaxInterval: cfg.WebhookRetryMaxInterval,
-		DisableAfter: cfg.EndpointDisableAfter,
+		DisableAfter:   cfg.EndpointDisableAfter,
+		TracerProvider: tr.tracerProvider(), Propagator: tr.textPropagator(),
 	})
 	if err != nil {
 		return nil, err
