@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -324,9 +323,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *mode
 		id := WorkflowID(ev.ID, enabled[i].ID)
 		// The delivery continues the trace of the change that wrote the
 		// event (the client's tracing interceptor, when tracing is on).
-		sctx, cancel := context.WithTimeout(ev.TraceContext(ctx), startTimeout)
-		_, err = d.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(d.TaskQueue, DefaultTaskQueue), in, eager), DeliveryWorkflowName, in)
-		cancel()
+		_, _, err = startDelivery(ctx, d.Starter, ev, id, d.TaskQueue, in, eager)
 		var already *serviceerror.WorkflowExecutionAlreadyStarted
 		switch {
 		case err == nil:

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,14 +57,12 @@ func (r *Replayer) Replay(ctx context.Context, d *models.WebhookDelivery) (workf
 		return "", "", fmt.Errorf("replay of delivery %s: %w", d.ID, err)
 	}
 	// A replay continues the trace of the change that wrote the event.
-	sctx, cancel := context.WithTimeout(event.TraceContext(ctx), startTimeout)
-	defer cancel()
-	run, err := r.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(r.TaskQueue, DefaultTaskQueue), in, true), DeliveryWorkflowName, in)
+	run, timedOut, err := startDelivery(ctx, r.Starter, event, id, r.TaskQueue, in, true)
 	if err != nil {
 		// The SDK retries an unreachable server until the deadline; a
 		// client that never connected fails at once.
 		var unavailable *serviceerror.Unavailable
-		if errors.As(err, &unavailable) || (sctx.Err() != nil && ctx.Err() == nil) {
+		if errors.As(err, &unavailable) || timedOut {
 			return "", "", models.Errorf(models.KindUnavailable, "Temporal did not answer; try the replay again later")
 		}
 		return "", "", fmt.Errorf("start replay %s: %w", id, err)
@@ -85,9 +82,7 @@ func (r *Replayer) StartReplay(ctx context.Context, ev *models.Event, ep *models
 	if err != nil {
 		return err
 	}
-	sctx, cancel := context.WithTimeout(ev.TraceContext(ctx), startTimeout)
-	defer cancel()
-	_, err = r.Starter.ExecuteWorkflow(sctx, startOptions(workflowID, cmp.Or(r.TaskQueue, DefaultTaskQueue), in, true), DeliveryWorkflowName, in)
+	_, _, err = startDelivery(ctx, r.Starter, ev, workflowID, r.TaskQueue, in, true)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &already) {
 		return fmt.Errorf("start replay %s: %w", workflowID, err)

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -31,6 +32,18 @@ func deliveryInput(ev *models.Event, ep *models.WebhookEndpoint, policy RetryPol
 		ModuleID: ev.ModuleID, RecordID: ev.RecordID, ReplayOf: replayOf,
 		RetryMax: ep.RetryMax, Policy: policy,
 	}, nil
+}
+
+// startDelivery starts the Delivery workflow id with input in on queue
+// (DefaultTaskQueue when empty), under the trace of the event ev that
+// caused it, and waits startTimeout at most: the one way the dispatcher,
+// replays and recoveries start a delivery. timedOut reports that the
+// start's own deadline passed while ctx was still live.
+func startDelivery(ctx context.Context, s Starter, ev *models.Event, id, queue string, in DeliveryInput, eager bool) (run client.WorkflowRun, timedOut bool, err error) {
+	sctx, cancel := context.WithTimeout(ev.TraceContext(ctx), startTimeout)
+	defer cancel()
+	run, err = s.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(queue, DefaultTaskQueue), in, eager), DeliveryWorkflowName, in)
+	return run, err != nil && sctx.Err() != nil && ctx.Err() == nil, err
 }
 
 // startOptions are the options that start the delivery workflow id with
