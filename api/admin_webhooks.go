@@ -32,6 +32,74 @@ type endpointJSON struct {
 	Health                  healthJSON `json:"health"`
 	// Secret is present only in the answers to create and rotate-secret.
 	Secret string `json:"secret,omitempty"`
+	// Stats is present when asked for with include=stats.
+	Stats *statsJSON `json:"stats,omitempty"`
+}
+
+// statsJSON is an endpoint's attempts over the last 24 hours, overall and
+// hour by hour, oldest first (the console's chart).
+type statsJSON struct {
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	attemptStatsJSON
+	Hours []hourStatsJSON `json:"hours"`
+}
+
+type hourStatsJSON struct {
+	Start time.Time `json:"start"`
+	attemptStatsJSON
+}
+
+type attemptStatsJSON struct {
+	Attempts    int      `json:"attempts"`
+	Succeeded   int      `json:"succeeded"`
+	SuccessRate *float64 `json:"success_rate"`
+	P50MS       *float64 `json:"p50_ms"`
+	P95MS       *float64 `json:"p95_ms"`
+}
+
+func attemptStatsOut(a *models.AttemptStats) attemptStatsJSON {
+	return attemptStatsJSON{Attempts: a.Attempts, Succeeded: a.Succeeded, SuccessRate: a.SuccessRate(), P50MS: a.P50MS, P95MS: a.P95MS}
+}
+
+func statsOut(st *models.EndpointStats) *statsJSON {
+	out := &statsJSON{Since: st.Since, Until: st.Until, attemptStatsJSON: attemptStatsOut(&st.AttemptStats), Hours: make([]hourStatsJSON, len(st.Buckets))}
+	for i := range st.Buckets {
+		out.Hours[i] = hourStatsJSON{Start: st.Buckets[i].Start, attemptStatsJSON: attemptStatsOut(&st.Buckets[i].AttemptStats)}
+	}
+	return out
+}
+
+// statsWindow is the span of include=stats, in hourly buckets.
+const statsWindow = 24 * time.Hour
+
+// includeStats reads include: "stats" asks for each endpoint's stats, no
+// other value is known.
+func includeStats(c *gin.Context) (bool, error) {
+	switch c.Query("include") {
+	case "":
+		return false, nil
+	case "stats":
+		return true, nil
+	}
+	return false, invalid("include must be stats")
+}
+
+// addStats adds each endpoint's stats over the last 24 hours, in one read.
+func (s *Server) addStats(c *gin.Context, tenantID string, out []endpointJSON) error {
+	ids := make([]string, len(out))
+	for i := range out {
+		ids[i] = out[i].ID
+	}
+	until := s.now().UTC()
+	stats, err := s.store.EndpointStatsSince(c.Request.Context(), tenantID, ids, until.Add(-statsWindow), until, time.Hour)
+	if err != nil {
+		return err
+	}
+	for i := range out {
+		out[i].Stats = statsOut(stats[out[i].ID])
+	}
+	return nil
 }
 
 // healthJSON is an endpoint's health (SPEC §10).
@@ -114,6 +182,11 @@ func (s *Server) adminListEndpoints(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	stats, err := includeStats(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	eps, total, err := s.store.ListEndpoints(c.Request.Context(), tenantOf(c), page)
 	if err != nil {
 		s.fail(c, err)
@@ -124,16 +197,34 @@ func (s *Server) adminListEndpoints(c *gin.Context) {
 	for i := range eps {
 		out.Data[i] = endpointOut(&eps[i], now)
 	}
+	if stats {
+		if err := s.addStats(c, tenantOf(c), out.Data); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
 	c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) adminGetEndpoint(c *gin.Context) {
+	stats, err := includeStats(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	e, err := s.store.GetEndpoint(c.Request.Context(), tenantOf(c), c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, endpointOut(e, s.now()))
+	out := []endpointJSON{endpointOut(e, s.now())}
+	if stats {
+		if err := s.addStats(c, tenantOf(c), out); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
+	c.JSON(http.StatusOK, out[0])
 }
 
 func (s *Server) adminUpdateEndpoint(c *gin.Context) {

@@ -65,6 +65,8 @@ type Deps struct {
 	// traceparent, W3C Trace Context when nil); nil traces nothing.
 	TracerProvider trace.TracerProvider
 	Propagator     propagation.TextMapPropagator
+	// Console, when set, is served at /console (the support console).
+	Console http.Handler
 }
 
 // inboundRoute is the public inbound webhook.
@@ -86,6 +88,7 @@ type Server struct {
 	recoverer        Recoverer
 	publicURL        string
 	tracing          *tracing
+	console          http.Handler
 	engine           *gin.Engine
 }
 
@@ -96,6 +99,7 @@ func New(d Deps) *Server {
 		store: d.Store, limiter: d.Limiter, logs: d.Logs, log: d.Log,
 		registry: d.Registry, defaultRateLimit: d.DefaultRateLimit, ready: d.Ready, now: d.Now,
 		urlCheck: d.CheckURL, replayer: d.Replayer, recoverer: d.Recoverer, publicURL: d.PublicURL,
+		console: d.Console,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -142,6 +146,16 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	r.NoRoute(func(c *gin.Context) { failCode(c, http.StatusNotFound, codeNotFound, "no such route") })
 	if opsOnly {
 		return r
+	}
+
+	if s.console != nil {
+		// The console's page and assets hold no data: every call they make
+		// is to the admin API, with the key the user signs in with.
+		h := gin.WrapH(s.console)
+		for _, p := range []string{"/console", "/console/*asset"} {
+			r.GET(p, h)
+			r.HEAD(p, h)
+		}
 	}
 
 	pub := r.Group("/api")

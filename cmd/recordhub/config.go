@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -40,6 +42,10 @@ type Config struct {
 	TemporalUIWrite   bool
 	TemporalPort      int
 	TemporalRetention time.Duration
+	// TemporalUIURL is the Temporal Web UI the console links deliveries to
+	// (RECORDHUB_TEMPORAL_UI_URL); by default the embedded UI's address
+	// when it runs, none otherwise.
+	TemporalUIURL string
 
 	WebhookTimeout          time.Duration
 	WebhookRetryInitial     time.Duration
@@ -84,6 +90,11 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 		c.TemporalUIAddr = v // an explicit empty string turns the UI off
 	}
 	var errs []string
+	uiURL, err := temporalUIURL(getenv("RECORDHUB_TEMPORAL_UI_URL"), c.TemporalAddress, c.TemporalUIAddr)
+	if err != nil {
+		errs = append(errs, err.Error())
+	}
+	c.TemporalUIURL = uiURL
 	intVar := func(dst *int, name string, def, lo, hi int) {
 		*dst = def
 		if v := getenv(name); v != "" {
@@ -251,3 +262,28 @@ func (c Config) validateRole() error {
 
 func (c Config) runsAPI() bool    { return c.Role == RoleAll || c.Role == RoleAPI }
 func (c Config) runsWorker() bool { return c.Role == RoleAll || c.Role == RoleWorker }
+
+// temporalUIURL is the console's Temporal Web UI base: explicit, an
+// absolute http(s) URL without query or fragment; or the embedded UI's
+// address, when the embedded server runs with its UI (a wildcard host is
+// shown as localhost); or none.
+func temporalUIURL(explicit, temporalAddress, uiAddr string) (string, error) {
+	if explicit != "" {
+		u, err := url.Parse(explicit)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return "", errors.New("RECORDHUB_TEMPORAL_UI_URL must be an http or https URL such as https://temporal.example.com, without query or fragment")
+		}
+		return strings.TrimRight(u.String(), "/"), nil
+	}
+	if temporalAddress != "" || uiAddr == "" {
+		return "", nil
+	}
+	host, port, err := net.SplitHostPort(uiAddr)
+	if err != nil {
+		return "", nil // the embedded UI refuses it at start, with its own error
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
+}

@@ -44,3 +44,36 @@ func TestConfigTemporalUIWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigTemporalUIURL: the console's link base is the explicit
+// RECORDHUB_TEMPORAL_UI_URL (an absolute http(s) URL, trailing slash
+// dropped), else the embedded UI's address when it runs, else none.
+func TestConfigTemporalUIURL(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+		ok   bool
+	}{
+		{map[string]string{}, "http://127.0.0.1:8233", true},
+		{map[string]string{"RECORDHUB_TEMPORAL_UI_ADDR": "0.0.0.0:9000"}, "http://localhost:9000", true},
+		{map[string]string{"RECORDHUB_TEMPORAL_UI_ADDR": "[::]:9000"}, "http://localhost:9000", true},
+		{map[string]string{"RECORDHUB_TEMPORAL_UI_ADDR": ":9000"}, "http://localhost:9000", true},
+		{map[string]string{"RECORDHUB_TEMPORAL_UI_ADDR": ""}, "", true},
+		{map[string]string{"TEMPORAL_ADDRESS": "temporal:7233"}, "", true},
+		{map[string]string{"TEMPORAL_ADDRESS": "temporal:7233", "RECORDHUB_TEMPORAL_UI_URL": "https://temporal.example.com/"}, "https://temporal.example.com", true},
+		{map[string]string{"RECORDHUB_TEMPORAL_UI_URL": "https://ops.example.com/temporal"}, "https://ops.example.com/temporal", true},
+		{map[string]string{"RECORDHUB_TEMPORAL_UI_URL": "javascript:alert(1)"}, "", false},
+		{map[string]string{"RECORDHUB_TEMPORAL_UI_URL": "temporal.example.com"}, "", false},
+		{map[string]string{"RECORDHUB_TEMPORAL_UI_URL": "https://temporal.example.com/?x=1"}, "", false},
+		{map[string]string{"RECORDHUB_TEMPORAL_UI_URL": "https://u:p@temporal.example.com"}, "", false},
+	} {
+		cfg, err := configFromEnv(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
+		if (err == nil) != c.ok {
+			t.Errorf("%v: err %v, want ok=%v", c.env, err, c.ok)
+			continue
+		}
+		if c.ok && cfg.TemporalUIURL != c.want {
+			t.Errorf("%v: TemporalUIURL %q, want %q", c.env, cfg.TemporalUIURL, c.want)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/api"
 	"github.com/recordhub/recordhub/api/accesslog"
+	"github.com/recordhub/recordhub/api/console"
 	"github.com/recordhub/recordhub/api/ratelimit"
 )
 
@@ -124,6 +125,10 @@ func run(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return fmt.Errorf("RECORDHUB_WEBHOOK_ALLOW_CIDRS: %w", err)
 	}
+	page, err := console.New("/console", console.Config{TemporalUIURL: cfg.TemporalUIURL, TemporalNamespace: cfg.TemporalNamespace})
+	if err != nil {
+		return err
+	}
 	srv := api.New(api.Deps{
 		Store: store, Limiter: limiter, Logs: logs, Registry: reg, Log: log,
 		DefaultRateLimit: cfg.DefaultRateLimit, Ready: checks,
@@ -132,6 +137,7 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		Recoverer: wh,
 		PublicURL: cfg.PublicURL,
 		OpsOnly:   !cfg.runsAPI(),
+		Console:   page,
 
 		TracerProvider: tr.tracerProvider(),
 		Propagator:     tr.textPropagator(),
