@@ -1,0 +1,475 @@
+// Browser test of the support console (SPEC §12), driven by
+// cmd/recordhub TestConsoleInBrowser against the real service. It drives
+// headless Chromium through playwright-core and exits non-zero, naming the
+// step, when anything is wrong: a step's check, a console error, an
+// uncaught exception or a CSP violation.
+//
+// Environment: RECORDHUB_URL, RECORDHUB_ADMIN_KEY, RECEIVER_CONTROL_URL
+// (POST ?mode=fail|succeed), RECORDHUB_ENDPOINT_ID, RECORDHUB_MODULE_ID
+// (the endpoint's module, with a string field "title"),
+// RECORDHUB_INBOUND_MODULE_ID (a module whose inbound webhook received a
+// call), RECORDHUB_TEMPORAL_UI and RECORDHUB_TEMPORAL_NAMESPACE (what the
+// page was configured with), and optionally CHROMIUM and SCREENSHOT.
+
+import { chromium } from 'playwright-core';
+
+function env(name, fallback) {
+  const v = process.env[name] ?? fallback;
+  if (v === undefined || v === '') {
+    console.error(`console.test: ${name} is not set`);
+    process.exit(2);
+  }
+  return v;
+}
+
+const BASE = env('RECORDHUB_URL').replace(/\/+$/, '');
+const KEY = env('RECORDHUB_ADMIN_KEY');
+const CONTROL = env('RECEIVER_CONTROL_URL');
+const ENDPOINT_ID = env('RECORDHUB_ENDPOINT_ID');
+const MODULE_ID = env('RECORDHUB_MODULE_ID');
+const INBOUND_MODULE_ID = env('RECORDHUB_INBOUND_MODULE_ID');
+const TEMPORAL_UI = env('RECORDHUB_TEMPORAL_UI');
+const NAMESPACE = env('RECORDHUB_TEMPORAL_NAMESPACE', 'default');
+const SCREENSHOT = process.env.SCREENSHOT || '';
+const XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">';
+
+class Failure extends Error {}
+
+function check(cond, message) {
+  if (!cond) throw new Failure(message);
+}
+
+// api calls the service from Node (setting up and reading state), never
+// through the page.
+async function api(method, path, body) {
+  const res = await fetch(BASE + path, {
+    method,
+    headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Failure(`${method} ${path}: HTTP ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+async function receiver(mode) {
+  const res = await fetch(`${CONTROL}?mode=${mode}`, { method: 'POST' });
+  check(res.ok, `receiver control ${mode}: HTTP ${res.status}`);
+}
+
+function createRecord(title) {
+  return api('POST', `/api/modules/${encodeURIComponent(MODULE_ID)}/records`, { fields: { title } });
+}
+
+// until polls cond (server state, read through the API) until it answers
+// something truthy, for at most ms.
+async function until(what, cond, ms = 30000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await cond();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Failure(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
+function deliveries(params) {
+  return api('GET', `/api/admin/webhook-deliveries?${new URLSearchParams({ limit: '100', ...params })}`);
+}
+
+// localInput formats a time as a datetime-local value in the browser's
+// time zone (the page converts it back).
+function localInput(page, ms) {
+  return page.evaluate((t) => {
+    const d = new Date(t);
+    const p = (n) => String(n).padStart(2, '0');
+    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  }, ms);
+}
+
+const problems = [];
+// allowed holds the HTTP statuses a step provokes on purpose: Chromium
+// logs each failed fetch as a console error, which is expected then only.
+const allowed = new Set();
+const apiRequests = [];
+
+async function expectingStatus(status, fn) {
+  allowed.add(status);
+  try {
+    return await fn();
+  } finally {
+    allowed.delete(status);
+  }
+}
+
+function watch(page) {
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error') return;
+    const m = /Failed to load resource: the server responded with a status of (\d+)/.exec(msg.text());
+    if (m && allowed.has(Number(m[1]))) return;
+    problems.push(`console error: ${msg.text()} (${msg.location().url || 'no url'})`);
+  });
+  page.on('pageerror', (err) => problems.push(`uncaught exception: ${err.message}`));
+  page.on('request', (req) => {
+    if (req.url().startsWith(`${BASE}/api/`)) apiRequests.push(req.url().slice(BASE.length));
+  });
+}
+
+let stepNo = 0;
+async function step(name, fn) {
+  stepNo++;
+  const start = Date.now();
+  try {
+    await fn();
+  } catch (err) {
+    const at = err instanceof Failure ? '' : (err.stack || '').split('\n').find((l) => l.includes('console.test.mjs')) || '';
+    throw new Failure(`step ${stepNo} (${name}): ${err.message}${at ? `\n${at.trim()}` : ''}`);
+  }
+  check(problems.length === 0, `step ${stepNo} (${name}): ${problems.join('; ')}`);
+  console.log(`ok   ${stepNo} ${name} (${Date.now() - start} ms)`);
+}
+
+// apiCallsDuring counts the API requests the page makes while fn runs.
+async function apiCallsDuring(fn) {
+  const before = apiRequests.length;
+  await fn();
+  return apiRequests.slice(before);
+}
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+  });
+  try {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.exposeBinding('__cspViolation', (_source, v) => problems.push(`CSP violation: ${v}`));
+    await context.addInitScript(() => {
+      document.addEventListener('securitypolicyviolation', (e) => {
+        window.__cspViolation(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'} (${e.sourceFile || ''}:${e.lineNumber || ''})`);
+      });
+    });
+    const page = await context.newPage();
+    page.setDefaultTimeout(20000);
+    watch(page);
+    try {
+      await run(page);
+    } catch (err) {
+      // What the page showed when the step failed.
+      const shown = await page.evaluate(() => document.body.innerText).catch(() => '(page unavailable)');
+      err.message += `\npage ${page.url()} shows:\n${shown.slice(0, 3000)}`;
+      throw err;
+    }
+  } finally {
+    await browser.close();
+  }
+}
+
+async function run(page) {
+  const card = page.locator(`[data-testid="endpoint"][data-endpoint-id="${ENDPOINT_ID}"]`);
+
+  await step('a wrong key shows the API\'s error', async () => {
+    const res = await page.goto(`${BASE}/console/`);
+    check(res.ok(), `GET /console/: HTTP ${res.status()}`);
+    const csp = res.headers()['content-security-policy'] || '';
+    check(csp.includes("script-src 'self'") && csp.includes("default-src 'none'"), `the page's CSP is ${JSON.stringify(csp)}`);
+    const wrong = `rh_wrong_${'x'.repeat(32)}`;
+    const refused = await fetch(`${BASE}/api/admin/webhook-endpoints?limit=1`, { headers: { Authorization: `Bearer ${wrong}` } });
+    const { message } = await refused.json();
+    check(refused.status === 401 && message, `a wrong key answers ${refused.status} ${message}`);
+    await expectingStatus(401, async () => {
+      await page.getByTestId('signin-key').fill(wrong);
+      await page.getByTestId('signin-submit').click();
+      const err = page.getByTestId('signin-error');
+      await err.waitFor({ state: 'visible' });
+      const text = (await err.innerText()).trim();
+      check(text.includes(message), `the sign-in error reads ${JSON.stringify(text)}, want the API's message ${JSON.stringify(message)}`);
+      check(await err.getByTestId('request-id').isVisible(), 'the sign-in error shows no request id');
+      check(await page.getByTestId('signin-form').isVisible(), 'the sign-in form is gone after a refused key');
+    });
+    check(await page.evaluate(() => sessionStorage.length) === 0, 'a refused key was kept in sessionStorage');
+  });
+
+  await step('sign in; the key is in sessionStorage only', async () => {
+    await page.getByTestId('signin-key').fill(KEY);
+    await page.getByTestId('signin-submit').click();
+    await card.waitFor();
+    const where = await page.evaluate((key) => ({
+      session: Object.keys(sessionStorage).some((k) => sessionStorage.getItem(k) === key),
+      local: localStorage.length,
+      cookie: document.cookie,
+      url: location.href.includes(key),
+    }), KEY);
+    check(where.session, 'the key is not in sessionStorage');
+    check(where.local === 0, 'localStorage is not empty');
+    check(where.cookie === '', `cookies are set: ${where.cookie}`);
+    check(!where.url, 'the key is in the URL');
+  });
+
+  let failedID;
+  await step('the endpoint turns failing after a record change', async () => {
+    await createRecord('first');
+    await until('the badge to read failing', async () => {
+      const calls = await apiCallsDuring(async () => {
+        await page.getByTestId('endpoints-refresh').click();
+        await card.getByTestId('endpoint-health').waitFor();
+      });
+      check(calls.length === 1, `a refresh of the endpoints made ${calls.length} API calls: ${calls.join(', ')}`);
+      return await card.getByTestId('endpoint-health').getAttribute('data-state') === 'failing';
+    });
+    check((await card.getByTestId('endpoint-health').innerText()).trim() === 'failing', 'the badge does not read failing');
+    check((await card.getByTestId('endpoint-health-detail').innerText()).includes('1 failed in a row'), 'consecutive failures are not shown');
+    check((await card.getByTestId('endpoint-success-rate').innerText()).trim() === '0 %', 'the success rate is not 0 %');
+    const hours = await card.locator('[data-testid="endpoint-chart"] [data-testid="chart-hour"]').evaluateAll(
+      (gs) => gs.map((g) => [Number(g.dataset.attempts), Number(g.dataset.failed)]));
+    check(hours.length === 24, `the chart has ${hours.length} hours, want 24`);
+    check(hours[23][0] >= 1 && hours[23][1] >= 1, `the chart's last hour is ${hours[23]}, want a failed attempt`);
+    check(await card.locator('[data-testid="endpoint-chart"] rect.fail').count() >= 1, 'the chart shows no failed share');
+  });
+
+  await step('the failed attempt in the deliveries list and in full', async () => {
+    await card.getByTestId('endpoint-deliveries').click();
+    await page.waitForURL((u) => u.hash === `#/deliveries?endpoint_id=${encodeURIComponent(ENDPOINT_ID)}`);
+    const row = page.locator('[data-testid="delivery-row"][data-status="failed"]').first();
+    await row.waitFor();
+    // Filters live in the hash: applied through the form, kept on reload.
+    await page.getByTestId('filter-status').selectOption('false');
+    await page.getByTestId('filter-apply').click();
+    await page.waitForURL((u) => u.hash.includes('succeeded=false') && u.hash.includes(`endpoint_id=${ENDPOINT_ID}`));
+    await page.reload();
+    await row.waitFor();
+    check(await page.getByTestId('filter-status').inputValue() === 'false', 'the status filter was lost on reload');
+    check(await page.getByTestId('filter-endpoint').inputValue() === ENDPOINT_ID, 'the endpoint filter was lost on reload');
+    check(await page.locator('[data-testid="delivery-row"][data-status="succeeded"]').count() === 0, 'the failed filter shows a succeeded row');
+    failedID = await row.getAttribute('data-delivery-id');
+    const full = await api('GET', `/api/admin/webhook-deliveries/${failedID}`);
+    const want = `${TEMPORAL_UI}/namespaces/${encodeURIComponent(NAMESPACE)}/workflows/${encodeURIComponent(full.workflow_id)}/${encodeURIComponent(full.run_id)}/history`;
+    check(await row.getByTestId('temporal-link').getAttribute('href') === want, `the row's Temporal link is not ${want}`);
+
+    const calls = await apiCallsDuring(async () => {
+      await row.getByTestId('delivery-link').click();
+      await page.getByTestId('attempt-response-status').waitFor();
+    });
+    check(calls.length === 1, `opening an attempt made ${calls.length} API calls`);
+    check((await page.getByTestId('attempt-response-status').innerText()).trim() === '500', 'the attempt does not show status 500');
+    check((await page.getByTestId('attempt-error').innerText()).includes('http_status'), 'the attempt does not show its error code');
+    const total = page.getByTestId('timing-total');
+    check(/\d ms|\d s/.test(await total.innerText()), `the timing total reads ${await total.innerText()}`);
+    check(Number(await total.getAttribute('data-ms')) > 0, 'the timing total is not positive');
+    check(await page.locator('[data-testid="timing-bar"] rect.phase').count() >= 1, 'the timing bar has no segments');
+    const link = page.locator('.attempt-head [data-testid="temporal-link"]');
+    check(await link.getAttribute('href') === want, `the attempt's Temporal link is not ${want}`);
+    check(await link.getAttribute('target') === '_blank' && await link.getAttribute('rel') === 'noopener noreferrer', 'the Temporal link is not a safe external link');
+  });
+
+  await step('replay the failed attempt; the new attempt appears', async () => {
+    await receiver('succeed');
+    await page.getByTestId('attempt-replay').click();
+    await page.waitForURL((u) => u.hash.startsWith('#/deliveries?event_id='));
+    await page.locator(`[data-testid="delivery-row"][data-replay-of="${failedID}"][data-status="succeeded"]`).waitFor();
+    await page.locator('[data-testid="replay-banner"][data-state="arrived"]').waitFor();
+  });
+
+  await step('recover a window of failed deliveries', async () => {
+    await receiver('fail');
+    const since = Date.now() - 1500;
+    const before = (await deliveries({ endpoint_id: ENDPOINT_ID, error: 'http_status' })).total;
+    for (const t of ['second', 'third', 'fourth']) await createRecord(t);
+    await until('three more failed deliveries', async () =>
+      (await deliveries({ endpoint_id: ENDPOINT_ID, error: 'http_status' })).total >= before + 3);
+    await receiver('succeed');
+
+    await page.getByTestId('nav-endpoints').click();
+    await card.getByTestId('endpoint-recover').click();
+    // A window in the future is the API's 422, shown beside its field.
+    await expectingStatus(422, async () => {
+      await card.getByTestId('recover-since').fill(await localInput(page, Date.now() + 86400000));
+      await card.getByTestId('recover-submit').click();
+      await card.getByTestId('recover-error').waitFor();
+      check((await card.getByTestId('recover-since-error').innerText()).trim() !== '', 'the 422 field error is not shown beside since');
+    });
+    await card.getByTestId('recover-since').fill(await localInput(page, since));
+    await card.getByTestId('recover-submit').click();
+    const progress = card.getByTestId('recovery-progress');
+    await progress.waitFor();
+    await card.locator('[data-testid="recovery-progress"]:not([data-status="running"])').waitFor({ timeout: 30000 });
+    const status = await progress.getAttribute('data-status');
+    const found = Number(await card.getByTestId('recovery-found').getAttribute('data-value'));
+    const replayed = Number(await card.getByTestId('recovery-replayed').getAttribute('data-value'));
+    check(status === 'completed', `the recovery ended ${status}`);
+    check(found >= 1 && found === replayed, `the recovery found ${found} and replayed ${replayed}`);
+    console.log(`     recovery found=${found} replayed=${replayed}`);
+  });
+
+  let seeding;
+  await step('a record holding markup is shown as text', async () => {
+    const seen = new Set((await deliveries({ endpoint_id: ENDPOINT_ID })).data.map((d) => d.event_id));
+    await createRecord(XSS);
+    const row = await until('the delivery of the record with markup', async () =>
+      (await deliveries({ endpoint_id: ENDPOINT_ID })).data.find((d) => !seen.has(d.event_id) && d.finished_at));
+    // Later steps need at least 50 attempts: seed them while this runs.
+    seeding = seed();
+    await page.evaluate((id) => { location.hash = `#/deliveries/${encodeURIComponent(id)}`; }, row.id);
+    const pre = page.getByTestId('request-body');
+    await pre.waitFor();
+    const text = await pre.textContent();
+    check(text.includes('<script>window.__xss=1</script>') && text.includes('<img src=x onerror='), `the request body does not show the markup as text: ${text}`);
+    const raw = await page.getByTestId('request-body-raw').textContent();
+    check(raw.includes('window.__xss=1'), 'the exact body is not shown');
+    const dom = await page.evaluate(() => ({
+      xss: typeof window.__xss,
+      scripts: [...document.scripts].map((s) => s.getAttribute('src')),
+      imgs: document.querySelectorAll('img').length,
+    }));
+    check(dom.xss === 'undefined', `window.__xss is ${dom.xss}`);
+    check(dom.scripts.length === 1 && dom.scripts[0] === '/console/app.js', `scripts in the page: ${JSON.stringify(dom.scripts)}`);
+    check(dom.imgs === 0, `${dom.imgs} img elements in the page`);
+  });
+
+  await step('inbound calls and their replay', async () => {
+    await page.getByTestId('nav-inbound').click();
+    await page.locator(`[data-testid="module-row"][data-module-id="${INBOUND_MODULE_ID}"] [data-testid="module-inbound-link"]`).click();
+    const row = page.getByTestId('inbound-row').first();
+    await row.waitFor();
+    check(await row.getByTestId('inbound-status').getAttribute('data-status') === '202', 'the inbound call is not shown as 202');
+    check((await row.getByTestId('inbound-action').innerText()).trim() === 'created', 'the inbound call is not shown as created');
+    await row.getByTestId('inbound-body-toggle').click();
+    check((await row.getByTestId('inbound-body-text').textContent()).includes('ada@example.com'), 'the inbound body is not shown');
+    await row.getByTestId('inbound-replay').click();
+    const result = row.locator('[data-testid="inbound-replay-result"][data-outcome]');
+    await result.waitFor();
+    check(await result.getAttribute('data-outcome') === 'ok', `the replay failed: ${await result.innerText()}`);
+    check((await result.innerText()).includes('202'), `the replay's outcome reads ${await result.innerText()}`);
+    await page.getByTestId('inbound-refresh').click();
+    await page.locator('[data-testid="inbound-marker"][data-mark="replay"]').waitFor();
+  });
+
+  await step('the signing secret only after Reveal', async () => {
+    const { secret } = await api('GET', `/api/admin/webhook-endpoints/${ENDPOINT_ID}/secret`);
+    check(secret && secret.length >= 16, 'the endpoint has no secret');
+    await page.getByTestId('nav-endpoints').click();
+    await card.getByTestId('endpoint-health').waitFor();
+    const inPage = () => page.evaluate((s) => document.documentElement.outerHTML.includes(s)
+      || [...document.querySelectorAll('input, textarea')].some((i) => i.value.includes(s)), secret);
+    check(!await inPage(), 'the secret is in the page before Reveal');
+    check(!apiRequests.some((u) => u.includes('/secret')), 'the page fetched a secret before Reveal');
+    await card.getByTestId('reveal-secret').click();
+    check(await card.getByTestId('endpoint-secret').inputValue() === secret, 'Reveal does not show the secret');
+    check(apiRequests.filter((u) => u.includes('/secret')).length === 1, 'Reveal did not make exactly one secret call');
+    await card.getByTestId('hide-secret').click();
+    await card.getByTestId('endpoint-secret').waitFor({ state: 'detached' });
+    check(!await inPage(), 'the secret is still in the page after Hide');
+  });
+
+  await step('speed of a 50-row deliveries page', async () => {
+    await seeding;
+    const times = [];
+    for (let i = 0; i < 5; i++) {
+      await page.getByTestId('nav-inbound').click();
+      await page.getByTestId('modules-table').waitFor();
+      const calls = await apiCallsDuring(async () => {
+        times.push(await page.evaluate(() => new Promise((resolve, reject) => {
+          const rows = () => document.querySelectorAll('[data-testid="delivery-row"]').length;
+          const t0 = performance.now();
+          const obs = new MutationObserver(() => {
+            if (rows() >= 50) {
+              obs.disconnect();
+              resolve(performance.now() - t0);
+            }
+          });
+          obs.observe(document.body, { childList: true, subtree: true });
+          location.hash = '#/deliveries';
+          setTimeout(() => {
+            obs.disconnect();
+            reject(new Error(`${rows()} rows after 20 s, want 50`));
+          }, 20000);
+        })));
+      });
+      check(calls.length === 1, `the deliveries page made ${calls.length} API calls`);
+      check(await page.getByTestId('delivery-row').count() === 50, 'the page does not hold 50 rows');
+    }
+    const sorted = [...times].sort((a, b) => a - b);
+    console.log(`console-perf deliveries50 median_ms=${sorted[2].toFixed(1)} max_ms=${sorted[4].toFixed(1)}`);
+
+    // Paging: the total is over 50, so there is a second page.
+    const info = page.getByTestId('page-info');
+    const total = Number(await info.getAttribute('data-total'));
+    check(total > 50 && (await info.innerText()).startsWith(`Page 1 of ${Math.ceil(total / 50)}`), `the pager reads ${await info.innerText()}`);
+    await page.getByTestId('page-next').click();
+    await page.waitForURL((u) => u.hash === '#/deliveries?page=2');
+    await page.locator('[data-testid="page-info"]', { hasText: 'Page 2 of' }).waitFor();
+    // Seeded attempts may still be arriving: page 2 is checked against its own total.
+    const total2 = Number(await info.getAttribute('data-total'));
+    check(await page.getByTestId('delivery-row').count() === Math.min(50, total2 - 50), `page 2 does not hold the attempts after the first 50 of ${total2}`);
+    await page.getByTestId('page-prev').click();
+    await page.locator('[data-testid="page-info"]', { hasText: 'Page 1 of' }).waitFor();
+  });
+
+  await step('the endpoints page with its statistics', async () => {
+    await page.getByTestId('nav-endpoints').click();
+    await card.getByTestId('endpoint-chart').waitFor();
+    if (SCREENSHOT) {
+      await page.screenshot({ path: SCREENSHOT, fullPage: true });
+      console.log(`     screenshot ${SCREENSHOT}`);
+    }
+  });
+
+  await step('disable and enable the endpoint', async () => {
+    await card.getByTestId('endpoint-toggle').click();
+    await card.locator('[data-testid="endpoint-health"][data-state="disabled"]').waitFor();
+    check((await card.getByTestId('endpoint-health-detail').innerText()).includes('disabled: manual'), 'the disabled reason is not shown');
+    check((await card.getByTestId('endpoint-toggle').innerText()).trim() === 'Enable', 'a disabled endpoint offers no Enable');
+    await card.getByTestId('endpoint-toggle').click();
+    await card.locator('[data-testid="endpoint-health"]:not([data-state="disabled"])').waitFor();
+    check((await api('GET', `/api/admin/webhook-endpoints/${ENDPOINT_ID}`)).enabled === true, 'the endpoint was not enabled again');
+  });
+
+  await step('an API error shows its message and request id', async () => {
+    await expectingStatus(404, async () => {
+      await page.evaluate(() => { location.hash = '#/deliveries/whd_nosuchattempt'; });
+      const err = page.getByTestId('error');
+      await err.waitFor();
+      check((await err.innerText()).includes('not_found'), `the error reads ${await err.innerText()}`);
+      check(/^req_/.test(await err.getByTestId('request-id').innerText()), 'the error shows no request id');
+    });
+  });
+
+  await step('a 401 returns to sign-in; Sign out forgets the key', async () => {
+    await page.getByTestId('nav-endpoints').click();
+    await card.waitFor();
+    await expectingStatus(401, async () => {
+      await page.evaluate(() => {
+        for (const k of Object.keys(sessionStorage)) sessionStorage.setItem(k, `rh_revoked_${'y'.repeat(32)}`);
+      });
+      await page.getByTestId('endpoints-refresh').click();
+      await page.getByTestId('signin-error').waitFor();
+      check((await page.getByTestId('signin-error').innerText()).trim() !== '', 'the 401 message is empty');
+      check(await page.evaluate(() => sessionStorage.length) === 0, 'the refused key is still in sessionStorage');
+    });
+    await page.getByTestId('signin-key').fill(KEY);
+    await page.getByTestId('signin-submit').click();
+    await card.waitFor();
+    await page.getByTestId('sign-out').click();
+    await page.getByTestId('signin-form').waitFor();
+    check(await page.evaluate(() => sessionStorage.length) === 0, 'Sign out left sessionStorage');
+  });
+}
+
+// seed creates records until the service holds at least 50 attempts, and
+// waits for them.
+async function seed() {
+  const { total } = await deliveries({});
+  const n = Math.max(0, 52 - total);
+  for (let i = 0; i < n; i += 5) {
+    await Promise.all(Array.from({ length: Math.min(5, n - i) }, (_, j) => createRecord(`seed ${i + j}`)));
+  }
+  await until('50 delivery attempts', async () => (await deliveries({ limit: '1' })).total >= 50, 45000);
+}
+
+main().then(() => {
+  console.log('console browser test passed');
+}, (err) => {
+  console.error(`FAIL ${err instanceof Failure ? err.message : err.stack || err}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,240 @@
+// The endpoints panel: each webhook endpoint with its health, its last
+// 24 hours of attempts, and the actions support needs (enable or disable,
+// its deliveries, a recovery, its signing secret).
+
+import { h, replace, svg, link, badge, fmtMs, fmtRate, fmtTime, time, fromLocalInput } from './dom.js';
+import { request, adminPath } from './api.js';
+import { header, loading, errorBox, refreshButton } from './panel.js';
+
+export async function endpointsPanel(ctx) {
+  const body = h('div', { class: 'endpoints' }, loading('endpoints'));
+  replace(ctx.main, header('Webhook endpoints', refreshButton(ctx.reload, 'endpoints-refresh')), body);
+  let res;
+  try {
+    res = await request('GET', '/api/admin/webhook-endpoints?include=stats&limit=100');
+  } catch (err) {
+    if (ctx.alive()) replace(body, errorBox(err));
+    return;
+  }
+  if (!ctx.alive()) return;
+  const eps = res.data || [];
+  if (eps.length === 0) {
+    replace(body, h('p', { class: 'empty', 'data-testid': 'endpoints-empty' }, 'No webhook endpoints yet.'));
+    return;
+  }
+  replace(body,
+    h('p', { class: 'muted', 'data-testid': 'endpoints-total' },
+      res.total > eps.length ? `Showing ${eps.length} of ${res.total} endpoints.` : `${res.total} endpoint${res.total === 1 ? '' : 's'}; statistics cover the last 24 hours.`),
+    eps.map((e) => card(ctx, e)));
+}
+
+const HEALTH_KIND = { healthy: 'ok', failing: 'warn', disabled: 'fail' };
+
+function card(ctx, e) {
+  const health = e.health || {};
+  const extra = h('div', { class: 'card-extra' });
+  const notice = h('div', { class: 'card-notice' });
+  const toggle = h('button', {
+    type: 'button', class: 'secondary', 'data-testid': 'endpoint-toggle',
+    onclick: async () => {
+      toggle.disabled = true;
+      try {
+        await request('PATCH', adminPath('webhook-endpoints', e.id), { body: { enabled: !e.enabled } });
+      } catch (err) {
+        toggle.disabled = false;
+        if (ctx.alive()) replace(notice, errorBox(err));
+        return;
+      }
+      if (ctx.alive()) ctx.reload();
+    },
+  }, e.enabled ? 'Disable' : 'Enable');
+  const recover = h('button', {
+    type: 'button', class: 'secondary', 'data-testid': 'endpoint-recover',
+    onclick: () => {
+      reveal.disabled = false;
+      replace(extra, recoverForm(ctx, e, () => replace(extra)));
+    },
+  }, 'Recover…');
+  const reveal = h('button', {
+    type: 'button', class: 'secondary', 'data-testid': 'reveal-secret',
+    onclick: () => revealSecret(ctx, e, extra, reveal),
+  }, 'Reveal secret');
+
+  const detail = [];
+  if (health.consecutive_failures > 0) detail.push(`${health.consecutive_failures} failed in a row`);
+  if (health.disabled_reason) detail.push(`disabled: ${health.disabled_reason}`);
+  if (health.last_failure_at) detail.push(`last failure ${fmtTime(health.last_failure_at)}`);
+  if (health.last_success_at) detail.push(`last success ${fmtTime(health.last_success_at)}`);
+
+  return h('section', { class: 'card', 'data-testid': 'endpoint', 'data-endpoint-id': e.id },
+    h('div', { class: 'card-head' },
+      h('h2', { class: 'url', 'data-testid': 'endpoint-url' }, e.url),
+      badge(health.state || 'unknown', HEALTH_KIND[health.state] || 'muted', { 'data-testid': 'endpoint-health', 'data-state': health.state || '' })),
+    e.description ? h('p', { class: 'desc', 'data-testid': 'endpoint-description' }, e.description) : null,
+    h('p', { class: 'meta' },
+      h('code', { 'data-testid': 'endpoint-id' }, e.id), ' · ',
+      h('span', { 'data-testid': 'endpoint-events' }, (e.events || []).map((ev) => h('span', { class: 'chip' }, ev))),
+      ' · ', (e.module_ids || []).length ? `modules ${e.module_ids.join(', ')}` : 'all modules',
+      ' · ', `up to ${e.retry_max} attempt${e.retry_max === 1 ? '' : 's'} a delivery`),
+    h('p', { class: 'health-detail muted', 'data-testid': 'endpoint-health-detail' }, detail.length ? detail.join(' · ') : 'no failures'),
+    stats(e.stats),
+    h('div', { class: 'actions' },
+      toggle,
+      link(`#/deliveries?endpoint_id=${encodeURIComponent(e.id)}`, 'Deliveries', { class: 'button secondary', 'data-testid': 'endpoint-deliveries' }),
+      recover,
+      reveal),
+    notice,
+    extra);
+}
+
+function stats(s) {
+  if (!s) return h('p', { class: 'muted' }, 'No statistics.');
+  const item = (label, value, testid) => h('div', null, h('dt', null, label), h('dd', { 'data-testid': testid }, value));
+  return h('div', { class: 'stats', 'data-testid': 'endpoint-stats' },
+    h('dl', { class: 'figures' },
+      item('success 24 h', fmtRate(s.success_rate), 'endpoint-success-rate'),
+      item('attempts', `${s.succeeded} / ${s.attempts} ok`, 'endpoint-attempts'),
+      item('p50', fmtMs(s.p50_ms), 'endpoint-p50'),
+      item('p95', fmtMs(s.p95_ms), 'endpoint-p95')),
+    h('figure', { class: 'chart' }, hourlyChart(s.hours || []),
+      h('figcaption', { class: 'muted small' }, h('span', null, '24 h ago'), h('span', null, 'attempts per hour, failed in red'), h('span', null, 'now'))));
+}
+
+const BAR = 10;
+const GAP = 2;
+const HEIGHT = 40;
+
+// hourlyChart draws one bar per hour, its height the hour's attempts
+// (against the busiest hour), the failed share stacked on top in red.
+function hourlyChart(hours) {
+  const max = Math.max(1, ...hours.map((x) => x.attempts || 0));
+  const width = hours.length * (BAR + GAP);
+  const chart = svg('svg', {
+    class: 'hours', width, height: HEIGHT + 1, viewBox: `0 0 ${width} ${HEIGHT + 1}`,
+    role: 'img', 'aria-label': 'attempts per hour over the last 24 hours', 'data-testid': 'endpoint-chart',
+  });
+  hours.forEach((hr, i) => {
+    const attempts = hr.attempts || 0;
+    const failed = Math.max(0, attempts - (hr.succeeded || 0));
+    const x = i * (BAR + GAP);
+    const total = attempts ? Math.max(2, Math.round((attempts / max) * HEIGHT)) : 0;
+    const failH = attempts ? Math.round((failed / attempts) * total) : 0;
+    const g = svg('g', { 'data-testid': 'chart-hour', 'data-attempts': attempts, 'data-failed': failed },
+      svg('title', null, `${fmtTime(hr.start)}: ${attempts} attempts, ${failed} failed, p50 ${fmtMs(hr.p50_ms)}, p95 ${fmtMs(hr.p95_ms)}`),
+      svg('rect', { class: 'slot', x, y: 0, width: BAR, height: HEIGHT }));
+    if (total - failH > 0) g.append(svg('rect', { class: 'ok', x, y: HEIGHT - total + failH, width: BAR, height: total - failH }));
+    if (failH > 0) g.append(svg('rect', { class: 'fail', x, y: HEIGHT - total, width: BAR, height: failH }));
+    chart.append(g);
+  });
+  chart.append(svg('line', { class: 'axis', x1: 0, x2: width, y1: HEIGHT + 0.5, y2: HEIGHT + 0.5 }));
+  return chart;
+}
+
+// recoverForm starts a recovery of the endpoint's failed deliveries in a
+// time window and follows its progress until it is no longer running.
+function recoverForm(ctx, e, close) {
+  const since = h('input', { type: 'datetime-local', step: 1, name: 'since', required: true, 'data-testid': 'recover-since' });
+  const until = h('input', { type: 'datetime-local', step: 1, name: 'until', 'data-testid': 'recover-until' });
+  const sinceErr = h('span', { class: 'field-error', 'data-testid': 'recover-since-error' });
+  const untilErr = h('span', { class: 'field-error', 'data-testid': 'recover-until-error' });
+  const submit = h('button', { type: 'submit', 'data-testid': 'recover-submit' }, 'Start recovery');
+  const out = h('div', { class: 'recover-out' });
+  const form = h('form', { class: 'recover', 'data-testid': 'recover-form', novalidate: true },
+    h('p', null, 'Replay every event this endpoint failed to receive in a time window (your local time).'),
+    h('div', { class: 'fields' },
+      h('label', null, 'Since', since, sinceErr),
+      h('label', null, 'Until (optional, default now)', until, untilErr)),
+    h('div', { class: 'actions' }, submit, h('button', { type: 'button', class: 'secondary', onclick: close }, 'Close')),
+    out);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    sinceErr.textContent = '';
+    untilErr.textContent = '';
+    const body = { since: fromLocalInput(since.value) };
+    const u = fromLocalInput(until.value);
+    if (!body.since) sinceErr.textContent = body.since === null ? 'is not a date and time' : 'is required';
+    if (u === null) untilErr.textContent = 'is not a date and time';
+    if (!body.since || u === null) return;
+    if (u) body.until = u;
+    submit.disabled = true;
+    replace(out, h('p', { class: 'loading', role: 'status' }, 'Starting…'));
+    let started;
+    try {
+      started = await request('POST', adminPath('webhook-endpoints', e.id, 'recover'), { body });
+    } catch (err) {
+      submit.disabled = false;
+      if (!ctx.alive()) return;
+      for (const d of err.details) {
+        if (d.field === 'since') sinceErr.textContent = d.message;
+        if (d.field === 'until') untilErr.textContent = d.message;
+      }
+      replace(out, errorBox(err, 'recover-error'));
+      return;
+    }
+    const progress = h('div', { class: 'progress', 'data-testid': 'recovery-progress', 'data-status': 'running', role: 'status' });
+    replace(out,
+      h('p', { class: 'muted small' }, 'recovery ', h('code', { 'data-testid': 'recovery-id' }, started.recovery_id),
+        ' · workflow ', h('code', null, started.workflow_id)),
+      progress);
+    follow(ctx, e.id, started.recovery_id, progress, () => { submit.disabled = false; });
+  });
+  queueMicrotask(() => since.focus());
+  return form;
+}
+
+// follow polls the recovery about once a second while it runs and the
+// panel is still shown.
+async function follow(ctx, endpointID, recoveryID, el, done) {
+  for (;;) {
+    let rec;
+    try {
+      rec = await request('GET', adminPath('webhook-endpoints', endpointID, 'recoveries', recoveryID));
+    } catch (err) {
+      if (ctx.alive()) replace(el, errorBox(err, 'recovery-error'));
+      done();
+      return;
+    }
+    if (!ctx.alive() || !el.isConnected) return;
+    const kind = rec.status === 'completed' ? 'ok' : rec.status === 'running' ? 'warn' : 'fail';
+    el.dataset.status = rec.status;
+    replace(el,
+      badge(rec.status, kind, { 'data-testid': 'recovery-status' }), ' ',
+      h('span', { 'data-testid': 'recovery-found', 'data-value': rec.found }, `found ${rec.found}`), ' · ',
+      h('span', { 'data-testid': 'recovery-replayed', 'data-value': rec.replayed }, `replayed ${rec.replayed}`), ' · ',
+      h('span', { 'data-testid': 'recovery-failed', 'data-value': rec.failed }, `failed ${rec.failed}`),
+      ' · window ', time(rec.since), ' – ', time(rec.until),
+      rec.error ? h('div', { class: 'error' }, rec.error) : null);
+    if (rec.status !== 'running') {
+      done();
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+// revealSecret fetches the signing secret only on this explicit click, and
+// Hide takes it out of the page again.
+async function revealSecret(ctx, e, extra, button) {
+  button.disabled = true;
+  let res;
+  try {
+    res = await request('GET', adminPath('webhook-endpoints', e.id, 'secret'));
+  } catch (err) {
+    button.disabled = false;
+    if (ctx.alive()) replace(extra, errorBox(err));
+    return;
+  }
+  if (!ctx.alive()) return;
+  const field = h('input', { type: 'text', readonly: true, class: 'secret', 'aria-label': 'signing secret', 'data-testid': 'endpoint-secret', value: res.secret });
+  const hide = h('button', {
+    type: 'button', class: 'secondary', 'data-testid': 'hide-secret',
+    onclick: () => {
+      field.value = '';
+      replace(extra);
+      button.disabled = false;
+    },
+  }, 'Hide');
+  replace(extra, h('div', { class: 'secret-box', 'data-testid': 'secret-box' },
+    h('label', null, 'Signing secret ', field), hide));
+  field.select();
+}

@@ -1,0 +1,117 @@
+// The inbound panel: a module picker, then the calls a module's inbound
+// webhook received with their outcomes, and a replay of any of them.
+
+import { h, replace, link, badge, time } from './dom.js';
+import { request, adminPath, withQuery } from './api.js';
+import { header, loading, errorBox, refreshButton, bodyView } from './panel.js';
+
+const PAGE_SIZE = 50;
+
+export function inboundPanel(ctx, params) {
+  const module = params.get('module');
+  if (module) return eventsPanel(ctx, module, Math.max(1, parseInt(params.get('page') || '1', 10) || 1));
+  return modulesPanel(ctx);
+}
+
+async function modulesPanel(ctx) {
+  const body = h('div', null, loading('modules'));
+  replace(ctx.main, header('Inbound webhooks', refreshButton(ctx.reload, 'inbound-refresh')),
+    h('p', { class: 'muted' }, 'Pick a module to see the calls its inbound webhook received.'), body);
+  let res;
+  try {
+    res = await request('GET', '/api/admin/modules?limit=100');
+  } catch (err) {
+    if (ctx.alive()) replace(body, errorBox(err));
+    return;
+  }
+  if (!ctx.alive()) return;
+  const mods = res.data || [];
+  if (mods.length === 0) {
+    replace(body, h('p', { class: 'empty' }, 'No modules yet.'));
+    return;
+  }
+  replace(body, h('table', { class: 'list', 'data-testid': 'modules-table' },
+    h('thead', null, h('tr', null, ['Module', 'Slug', 'Id', ''].map((t) => h('th', null, t)))),
+    h('tbody', null, mods.map((m) => h('tr', { 'data-testid': 'module-row', 'data-module-id': m.id },
+      h('td', null, m.name),
+      h('td', { class: 'mono' }, m.slug),
+      h('td', { class: 'mono small' }, m.id),
+      h('td', null, link(`#/inbound?module=${encodeURIComponent(m.id)}`, 'Inbound calls', { 'data-testid': 'module-inbound-link' })))))));
+}
+
+async function eventsPanel(ctx, moduleID, page) {
+  const body = h('div', null, loading('inbound calls'));
+  replace(ctx.main,
+    header('Inbound calls', link('#/inbound', '← Modules', { class: 'button secondary', 'data-testid': 'inbound-modules' }),
+      refreshButton(ctx.reload, 'inbound-refresh')),
+    h('p', { class: 'muted' }, 'Module ', h('code', { 'data-testid': 'inbound-module' }, moduleID), ', newest first.'),
+    body);
+  let res;
+  try {
+    res = await request('GET', withQuery(adminPath('modules', moduleID, 'inbound-events'), { limit: PAGE_SIZE, page }));
+  } catch (err) {
+    if (ctx.alive()) replace(body, errorBox(err));
+    return;
+  }
+  if (!ctx.alive()) return;
+  const evs = res.data || [];
+  const pages = Math.max(1, Math.ceil(res.total / PAGE_SIZE));
+  const pageLink = (p, text, testid) => (p >= 1 && p <= pages && p !== page)
+    ? link(`#/inbound?module=${encodeURIComponent(moduleID)}&page=${p}`, text, { class: 'button secondary', 'data-testid': testid })
+    : h('span', { class: 'button secondary disabled', 'aria-disabled': 'true', 'data-testid': testid }, text);
+  replace(body,
+    evs.length
+      ? h('table', { class: 'list', 'data-testid': 'inbound-table' },
+        h('thead', null, h('tr', null, ['Received', 'Status', 'Action', 'Record', 'Error', 'Marks', 'Body', ''].map((t) => h('th', null, t)))),
+        h('tbody', null, evs.map((ev) => eventRow(ctx, moduleID, ev))))
+      : h('p', { class: 'empty', 'data-testid': 'inbound-empty' }, 'No calls received.'),
+    h('div', { class: 'pager' }, pageLink(page - 1, '← Previous', 'inbound-prev'),
+      h('span', { 'data-testid': 'inbound-page-info' }, `Page ${page} of ${pages} · ${res.total} call${res.total === 1 ? '' : 's'}`),
+      pageLink(page + 1, 'Next →', 'inbound-next')));
+}
+
+function statusBadge(code, testid) {
+  return badge(String(code), code >= 200 && code < 300 ? 'ok' : 'fail', { 'data-testid': testid, 'data-status': code });
+}
+
+function eventRow(ctx, moduleID, ev) {
+  const result = h('div', { class: 'small', 'data-testid': 'inbound-replay-result' });
+  const replay = h('button', {
+    type: 'button', class: 'secondary', 'data-testid': 'inbound-replay',
+    onclick: async () => {
+      replay.disabled = true;
+      replace(result, h('span', { class: 'loading' }, 'Replaying…'));
+      let out;
+      try {
+        out = await request('POST', adminPath('modules', moduleID, 'inbound-events', ev.id, 'replay'));
+      } catch (err) {
+        replay.disabled = false;
+        if (!ctx.alive()) return;
+        result.dataset.outcome = 'error';
+        replace(result, errorBox(err, 'inbound-replay-error'));
+        return;
+      }
+      replay.disabled = false;
+      if (!ctx.alive()) return;
+      result.dataset.outcome = 'ok';
+      replace(result, h('span', { class: 'ok-text' }, 'Replayed: ', statusBadge(out.status, 'inbound-replay-status'), ' ',
+        out.action || '', out.record_id ? ` record ${out.record_id}` : '', ` (call ${out.id})`));
+    },
+  }, 'Replay');
+  const marks = [];
+  if (ev.duplicate_of) marks.push(h('div', { 'data-testid': 'inbound-marker', 'data-mark': 'duplicate' }, 'duplicate of ', h('code', null, ev.duplicate_of)));
+  if (ev.replay_of) marks.push(h('div', { 'data-testid': 'inbound-marker', 'data-mark': 'replay' }, 'replay of ', h('code', null, ev.replay_of)));
+  if (ev.body_truncated) marks.push(h('div', { 'data-testid': 'inbound-marker', 'data-mark': 'truncated' }, `body truncated (${ev.body_size} bytes)`));
+  return h('tr', { 'data-testid': 'inbound-row', 'data-event-id': ev.id },
+    h('td', null, time(ev.received_at), h('div', { class: 'muted small mono' }, ev.ip || '')),
+    h('td', null, statusBadge(ev.status, 'inbound-status')),
+    h('td', { 'data-testid': 'inbound-action' }, ev.action || '—'),
+    h('td', { class: 'mono small' }, ev.record_id || '—'),
+    h('td', { 'data-testid': 'inbound-error' }, ev.error
+      ? [h('code', null, ev.error.code), ' ', ev.error.message,
+        (ev.error.details || []).length ? h('ul', { class: 'details' }, ev.error.details.map((d) => h('li', null, h('code', null, d.field), ' ', d.message))) : null]
+      : '—'),
+    h('td', null, marks.length ? marks : '—'),
+    h('td', null, h('details', { 'data-testid': 'inbound-body' }, h('summary', { 'data-testid': 'inbound-body-toggle' }, `${ev.body_size} bytes`), bodyView(ev.body, 'inbound-body-text'))),
+    h('td', null, replay, result));
+}
