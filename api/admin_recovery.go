@@ -16,6 +16,9 @@ type Recoverer interface {
 	// StartRecovery starts a recovery of the deliveries started from since until
 	// until (nil: now), as one workflow.
 	StartRecovery(ctx context.Context, tenantID, endpointID string, since time.Time, until *time.Time) (*models.WebhookRecovery, error)
+	// CheckRecovery answers a running recovery as it really is: failed
+	// when its workflow never started or ended without recording it.
+	CheckRecovery(ctx context.Context, r *models.WebhookRecovery) (*models.WebhookRecovery, error)
 }
 
 // recoveryJSON is a recovery's status.
@@ -98,10 +101,19 @@ func (s *Server) adminRecoverEndpoint(c *gin.Context) {
 }
 
 func (s *Server) adminGetRecovery(c *gin.Context) {
-	rec, err := s.store.GetRecovery(c.Request.Context(), tenantOf(c), c.Param("id"), c.Param("recoveryId"))
+	ctx := c.Request.Context()
+	rec, err := s.store.GetRecovery(ctx, tenantOf(c), c.Param("id"), c.Param("recoveryId"))
 	if err != nil {
 		s.fail(c, err)
 		return
+	}
+	if rec.Status == models.RecoveryRunning && s.recoverer != nil {
+		// The row as stored is a fair answer when Temporal cannot be asked.
+		if checked, err := s.recoverer.CheckRecovery(ctx, rec); err != nil {
+			s.log.WarnContext(ctx, "check recovery", "recovery", rec.ID, "err", err)
+		} else {
+			rec = checked
+		}
 	}
 	c.JSON(http.StatusOK, recoveryOut(rec))
 }

@@ -2,11 +2,17 @@ package api_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/recordhub/recordhub/api"
@@ -47,6 +53,10 @@ type recoverer struct{ *workflows.Recoveries }
 
 func (r recoverer) StartRecovery(ctx context.Context, tenantID, endpointID string, since time.Time, until *time.Time) (*models.WebhookRecovery, error) {
 	return r.Start(ctx, tenantID, endpointID, since, until)
+}
+
+func (r recoverer) CheckRecovery(ctx context.Context, rec *models.WebhookRecovery) (*models.WebhookRecovery, error) {
+	return r.Check(ctx, rec)
 }
 
 // TestRecoverEndpoint: recover answers 202 with the recovery's ids,
@@ -163,5 +173,117 @@ func TestRecoverWithoutRecoverer(t *testing.T) {
 		since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 		wantErrorBody(t, e.call("POST", "/api/admin/webhook-endpoints/"+ep+"/recover", e.admin, map[string]any{"since": since}).want(503), "unavailable")
 		e.call("POST", "/api/admin/webhook-endpoints/whe_01jzzzzzzzzzzzzzzzzzzzzzzz/recover", e.admin, map[string]any{"since": since}).want(404)
+	})
+}
+
+// fakeDescriber answers DescribeWorkflowExecution with a status or an
+// error, and counts the calls.
+type fakeDescriber struct {
+	mu     sync.Mutex
+	status enumspb.WorkflowExecutionStatus
+	err    error
+	calls  int
+}
+
+func (f *fakeDescriber) DescribeWorkflowExecution(context.Context, string, string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: f.status}}, nil
+}
+
+func (f *fakeDescriber) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+func (f *fakeDescriber) set(status enumspb.WorkflowExecutionStatus, err error) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status, f.err = status, err
+	return f.calls
+}
+
+// TestRecoveryStatusChecksWorkflow: a recovery whose row says running is
+// checked against its workflow when its status is read, once it is past
+// its start: a workflow that does not exist (the API stopped between the
+// row and the start) or that closed without recording its end
+// (terminated) makes it failed, keeping its counts; a running or continued
+// workflow, a Temporal that does not answer, and a recovery in its first
+// seconds leave it running; a finished recovery is not checked.
+func TestRecoveryStatusChecksWorkflow(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		store := storetest.Open(t, d)
+		var offset atomic.Int64
+		start := time.Now()
+		clock := func() time.Time { return start.Add(time.Duration(offset.Load())) }
+		desc := &fakeDescriber{}
+		e := newEnvOn(t, store, withRecoverer(recoverer{&workflows.Recoveries{Starter: &fakeStarter{}, Describer: desc, Store: store, Now: clock}}))
+		ep := e.createEndpoint(map[string]any{"url": "https://hooks.example.com/a", "events": []string{"record_created"}})["id"].(string)
+		since := start.Add(-time.Hour).UTC().Format(time.RFC3339)
+		begin := func() string {
+			return e.call("POST", "/api/admin/webhook-endpoints/"+ep+"/recover", e.admin, map[string]any{"since": since}).want(202).json()["recovery_id"].(string)
+		}
+		status := func(id string) map[string]any {
+			return e.call("GET", "/api/admin/webhook-endpoints/"+ep+"/recoveries/"+id, e.admin, nil).want(200).json()
+		}
+
+		lost := begin()
+		if err := store.SetRecoveryProgress(context.Background(), lost, models.RecoveryProgress{Found: 5, Replayed: 4, Failed: 1}); err != nil {
+			t.Fatal(err)
+		}
+		// In its first seconds its workflow may still be starting.
+		desc.set(0, serviceerror.NewNotFound("workflow not found"))
+		if s := status(lost); s["status"] != "running" || desc.count() != 0 {
+			t.Fatalf("a recovery just started: %v after %d describes, want running and none", s, desc.count())
+		}
+		offset.Store(int64(time.Minute))
+		for _, c := range []struct {
+			status enumspb.WorkflowExecutionStatus
+			err    error
+		}{
+			{enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil},
+			{enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW, nil},
+			{0, serviceerror.NewUnavailable("connection refused")},
+		} {
+			before := desc.set(c.status, c.err)
+			if s := status(lost); s["status"] != "running" || s["error"] != nil || desc.count() != before+1 {
+				t.Errorf("workflow %s / %v: %v, want running after one describe", c.status, c.err, s)
+			}
+		}
+		desc.set(0, serviceerror.NewNotFound("workflow not found"))
+		s := status(lost)
+		if s["status"] != "failed" || s["finished_at"] == nil || s["found"] != 5.0 || s["replayed"] != 4.0 || s["failed"] != 1.0 ||
+			!strings.Contains(fmt.Sprint(s["error"]), "does not exist") {
+			t.Errorf("a recovery without its workflow: %v, want failed with its counts and why", s)
+		}
+		// Once failed it is not described again, and stays failed.
+		calls := desc.set(enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil)
+		if again := status(lost); again["status"] != "failed" || desc.count() != calls {
+			t.Errorf("a failed recovery read again: %v after %d more describes", again, desc.count()-calls)
+		}
+
+		terminated := begin()
+		offset.Store(int64(2 * time.Minute))
+		desc.set(enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, nil)
+		if s := status(terminated); s["status"] != "failed" || !strings.Contains(fmt.Sprint(s["error"]), "ended (terminated)") {
+			t.Errorf("a terminated recovery: %v, want failed, saying terminated", s)
+		}
+
+		// A recovery that finished meanwhile keeps its own end: the check
+		// writes only over a running row.
+		done := begin()
+		offset.Store(int64(3 * time.Minute))
+		if err := store.FinishRecovery(context.Background(), done, models.RecoveryCompleted, models.RecoveryProgress{Found: 2, Replayed: 2}, "", clock()); err != nil {
+			t.Fatal(err)
+		}
+		calls = desc.set(enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, nil)
+		if s := status(done); s["status"] != "completed" || s["error"] != nil || desc.count() != calls {
+			t.Errorf("a completed recovery: %v after %d describes, want completed and none", s, desc.count()-calls)
+		}
 	})
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -167,14 +169,25 @@ type RecoveryStore interface {
 	GetEndpoint(ctx context.Context, tenantID, id string) (*models.WebhookEndpoint, error)
 	CreateRecovery(ctx context.Context, e *models.WebhookEndpoint, since, until, asOf time.Time, workflowID func(n int) string) (*models.WebhookRecovery, error)
 	FinishRecovery(ctx context.Context, id, status string, p models.RecoveryProgress, why string, at time.Time) error
+	GetRecovery(ctx context.Context, tenantID, endpointID, id string) (*models.WebhookRecovery, error)
 }
 
 var _ RecoveryStore = (*models.Store)(nil)
 
+// Describer reads a workflow execution's state; client.Client is one.
+type Describer interface {
+	DescribeWorkflowExecution(ctx context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
+}
+
+var _ Describer = client.Client(nil)
+
 // Recoveries starts bulk recoveries (api.Recoverer).
 type Recoveries struct {
 	Starter Starter
-	Store   RecoveryStore
+	// Describer lets Check find recoveries whose workflow is gone; nil
+	// checks nothing.
+	Describer Describer
+	Store     RecoveryStore
 	// TaskQueue is where recoveries and their replays run
 	// (DefaultTaskQueue when empty).
 	TaskQueue string
@@ -186,18 +199,61 @@ type Recoveries struct {
 	PageHeartbeat time.Duration
 }
 
+func (r *Recoveries) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// recoverySettle is how long after its row is written a recovery's
+// workflow may still be being started (Start's own bound, twice over).
+const recoverySettle = 2 * startTimeout
+
+// Check brings a recovery that its row says is running in line with its
+// workflow. A workflow that was never started (the process that wrote the
+// row stopped before starting it) or that closed without recording its
+// end (terminated from the Web UI, say) would leave the row running for
+// ever: Check marks it failed, saying why, and answers the row read again.
+// A recovery still in its first moments, a running or continued workflow,
+// and a Temporal that does not answer (an error) leave rec as it is.
+func (r *Recoveries) Check(ctx context.Context, rec *models.WebhookRecovery) (*models.WebhookRecovery, error) {
+	if r.Describer == nil || rec.Status != models.RecoveryRunning || r.now().Sub(rec.StartedAt) < recoverySettle {
+		return rec, nil
+	}
+	var why string
+	desc, err := r.Describer.DescribeWorkflowExecution(ctx, rec.WorkflowID, "")
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		why = "the recovery's workflow does not exist: the process that was starting it stopped first; start another recovery"
+	case err != nil:
+		return rec, fmt.Errorf("describe recovery %s: %w", rec.WorkflowID, err)
+	default:
+		switch st := desc.GetWorkflowExecutionInfo().GetStatus(); st {
+		case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+			return rec, nil
+		default:
+			why = fmt.Sprintf("the recovery's workflow ended (%s) without recording its end; start another recovery", strings.ToLower(st.String()))
+		}
+	}
+	p := models.RecoveryProgress{Found: rec.Found, Replayed: rec.Replayed, Failed: rec.Failed}
+	// Conditional on running: a recovery that finished meanwhile keeps
+	// its own end.
+	if err := r.Store.FinishRecovery(ctx, rec.ID, models.RecoveryFailed, p, why, r.now()); err != nil {
+		return rec, err
+	}
+	return r.Store.GetRecovery(ctx, rec.TenantID, rec.EndpointID, rec.ID)
+}
+
 // Start starts a recovery of the tenant's endpoint for the deliveries
 // started from since until until, which is capped at (and defaults to)
 // now: later deliveries are not failures to recover yet. A missing
 // endpoint is ErrNotFound, a disabled one a conflict (enable it first),
 // an empty window invalid. A start that fails marks the recovery failed.
 func (r *Recoveries) Start(ctx context.Context, tenantID, endpointID string, since time.Time, until *time.Time) (*models.WebhookRecovery, error) {
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
 	// Microseconds: what both databases store.
-	asOf := now().UTC().Truncate(time.Microsecond)
+	asOf := r.now().UTC().Truncate(time.Microsecond)
 	end := asOf
 	if until != nil && until.Before(end) {
 		end = until.UTC()
@@ -241,7 +297,7 @@ func (r *Recoveries) Start(ctx context.Context, tenantID, endpointID string, sin
 	const why = "Temporal did not start the recovery's workflow; start another recovery"
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer fcancel()
-	if ferr := r.Store.FinishRecovery(fctx, rec.ID, models.RecoveryFailed, models.RecoveryProgress{}, why, now()); ferr != nil {
+	if ferr := r.Store.FinishRecovery(fctx, rec.ID, models.RecoveryFailed, models.RecoveryProgress{}, why, r.now()); ferr != nil {
 		err = errors.Join(err, ferr)
 	}
 	var unavailable *serviceerror.Unavailable

@@ -26,8 +26,8 @@ const consoleBrowserDir = "../../api/console/browsertest"
 // TestConsoleInBrowser runs the support console in headless Chromium
 // against the real service (api/console/browsertest/console.test.mjs): sign
 // in, an endpoint turning failing, an attempt in full and its replay, a
-// recovery, markup shown as text, inbound calls, the secret on demand, and
-// the time a 50-row deliveries page takes. Without Chromium, node or
+// recovery, markup shown as text, inbound calls, the secret on demand,
+// endpoints 20 to a page, and the time a 50-row deliveries page takes. Without Chromium, node or
 // playwright-core (npm ci in that folder) it is skipped, unless
 // RECORDHUB_TEST_REQUIRE_BROWSER=1. RECORDHUB_CONSOLE_SCREENSHOT names a
 // PNG of the endpoints page to write.

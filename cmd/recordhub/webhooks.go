@@ -84,7 +84,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 		return nil, fmt.Errorf("connect to temporal at %s: %w", addr, err)
 	}
 	wh.replayer = &workflows.Replayer{Starter: wh.client, Store: store, Policy: policy, TaskQueue: cfg.TemporalTaskQueue}
-	wh.recoveries = &workflows.Recoveries{Starter: wh.client, Store: store, TaskQueue: cfg.TemporalTaskQueue}
+	wh.recoveries = &workflows.Recoveries{Starter: wh.client, Describer: wh.client, Store: store, TaskQueue: cfg.TemporalTaskQueue}
 	if !cfg.runsWorker() {
 		return wh, nil
 	}
@@ -143,6 +143,11 @@ func (wh *webhooks) Replay(ctx context.Context, d *models.WebhookDelivery) (stri
 // StartRecovery implements api.Recoverer.
 func (wh *webhooks) StartRecovery(ctx context.Context, tenantID, endpointID string, since time.Time, until *time.Time) (*models.WebhookRecovery, error) {
 	return wh.recoveries.Start(ctx, tenantID, endpointID, since, until)
+}
+
+// CheckRecovery implements api.Recoverer.
+func (wh *webhooks) CheckRecovery(ctx context.Context, r *models.WebhookRecovery) (*models.WebhookRecovery, error) {
+	return wh.recoveries.Check(ctx, r)
 }
 
 // check is the readiness probe of Temporal.

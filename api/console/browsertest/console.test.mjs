@@ -25,6 +25,7 @@ function env(name, fallback) {
 const BASE = env('RECORDHUB_URL').replace(/\/+$/, '');
 const KEY = env('RECORDHUB_ADMIN_KEY');
 const CONTROL = env('RECEIVER_CONTROL_URL');
+const RECEIVER = new URL(CONTROL).origin;
 const ENDPOINT_ID = env('RECORDHUB_ENDPOINT_ID');
 const MODULE_ID = env('RECORDHUB_MODULE_ID');
 const INBOUND_MODULE_ID = env('RECORDHUB_INBOUND_MODULE_ID');
@@ -404,6 +405,83 @@ async function run(page) {
     check(await page.getByTestId('delivery-row').count() === Math.min(50, total2 - 50), `page 2 does not hold the attempts after the first 50 of ${total2}`);
     await page.getByTestId('page-prev').click();
     await page.locator('[data-testid="page-info"]', { hasText: 'Page 1 of' }).waitFor();
+  });
+
+  await step('endpoints 20 to a page, the page in the hash', async () => {
+    // 21 more endpoints make 22, listed newest first: the test's endpoint is
+    // on page 2. They hear only deletions in the inbound module, which no
+    // step makes, so nothing is delivered to them.
+    const extra = [];
+    for (let i = 0; i < 21; i++) {
+      const ep = await api('POST', '/api/admin/webhook-endpoints', {
+        url: `${RECEIVER}/hook?n=${i}`, description: `paging ${i}`, events: ['record_deleted'], module_ids: [INBOUND_MODULE_ID],
+      });
+      extra.push(ep.id);
+    }
+    const { total } = await api('GET', '/api/admin/webhook-endpoints?limit=1');
+    check(total === 22, `the service holds ${total} endpoints, want 22`);
+    const info = page.getByTestId('endpoints-page-info');
+    const cards = page.getByTestId('endpoint');
+    const ids = () => cards.evaluateAll((els) => els.map((e) => e.dataset.endpointId));
+    // load does what opens a page and answers its one API call.
+    const load = async (what, fn, pageNo, pages = 2) => {
+      const calls = await apiCallsDuring(async () => {
+        await fn();
+        await page.locator('[data-testid="endpoints-page-info"]', { hasText: new RegExp(`^Page ${pageNo} of ${pages} ·`) }).waitFor();
+      });
+      check(calls.length === 1, `${what} made ${calls.length} API calls: ${calls.join(', ')}`);
+      const q = new URL(calls[0], BASE).searchParams;
+      check(q.get('limit') === '20' && q.get('page') === String(pageNo) && q.get('include') === 'stats', `${what} called ${calls[0]}`);
+    };
+
+    await load('the endpoints page', () => page.getByTestId('nav-endpoints').click(), 1);
+    check(await cards.count() === 20, `page 1 holds ${await cards.count()} endpoints, want 20`);
+    check(await info.getAttribute('data-total') === '22', `the page info's total is ${await info.getAttribute('data-total')}`);
+    check((await info.innerText()).trim() === 'Page 1 of 2 · 22 endpoints', `the page info reads ${await info.innerText()}`);
+    const shown = page.getByTestId('endpoints-total');
+    check(await shown.getAttribute('data-total') === '22' && (await shown.innerText()).startsWith('Endpoints 1–20 of 22;'), `the total reads ${await shown.innerText()}`);
+    check(await page.getByTestId('endpoints-prev').getAttribute('aria-disabled') === 'true', 'page 1 offers a previous page');
+    const first = await ids();
+
+    await load('the next page', () => page.getByTestId('endpoints-next').click(), 2);
+    check(new URL(page.url()).hash === '#/endpoints?page=2', `the next page's hash is ${new URL(page.url()).hash}`);
+    check(await cards.count() === 2, `page 2 holds ${await cards.count()} endpoints, want 2`);
+    check((await shown.innerText()).startsWith('Endpoints 21–22 of 22;'), `the total on page 2 reads ${await shown.innerText()}`);
+    check(await page.getByTestId('endpoints-next').getAttribute('aria-disabled') === 'true', 'the last page offers a next page');
+    check(await card.isVisible(), 'the test\'s endpoint, the oldest, is not on page 2');
+    const both = [...first, ...await ids()];
+    const want = [ENDPOINT_ID, ...extra];
+    check(new Set(both).size === 22 && want.every((id) => both.includes(id)), 'the two pages do not hold each endpoint once');
+
+    // Refresh and a toggle reload the same page.
+    await load('a refresh of page 2', () => page.getByTestId('endpoints-refresh').click(), 2);
+    const other = page.locator(`[data-testid="endpoint"]:not([data-endpoint-id="${ENDPOINT_ID}"])`);
+    const otherID = await other.getAttribute('data-endpoint-id');
+    check(extra.includes(otherID), `the other endpoint on page 2 is ${otherID}`);
+    const toggled = page.locator(`[data-testid="endpoint"][data-endpoint-id="${otherID}"]`);
+    const calls = await apiCallsDuring(async () => {
+      await toggled.getByTestId('endpoint-toggle').click();
+      await toggled.locator('[data-testid="endpoint-health"][data-state="disabled"]').waitFor();
+    });
+    check(calls.length === 2 && calls[0].endsWith(`/webhook-endpoints/${otherID}`) && new URL(calls[1], BASE).searchParams.get('page') === '2',
+      `Disable called ${calls.join(', ')}, want the PATCH and page 2`);
+    check(new URL(page.url()).hash === '#/endpoints?page=2' && (await info.innerText()).startsWith('Page 2 of 2'), 'Disable left page 2');
+
+    // A page past the end (endpoints deleted meanwhile) offers the last one.
+    await load('a page past the end', () => page.evaluate(() => { location.hash = '#/endpoints?page=3'; }), 3);
+    await page.getByTestId('endpoints-page-empty').waitFor();
+    check(await page.getByTestId('endpoints-prev').getAttribute('href') === '#/endpoints?page=2', 'past the end, Previous does not go to the last page');
+
+    await load('the previous page', () => page.getByTestId('endpoints-prev').click(), 2);
+    await load('the first page', () => page.getByTestId('endpoints-prev').click(), 1);
+    check(new URL(page.url()).hash === '#/endpoints', `the first page's hash is ${new URL(page.url()).hash}`);
+    check(await cards.count() === 20, `back on page 1, ${await cards.count()} endpoints, want 20`);
+
+    // Later steps expect the one endpoint, on page 1.
+    for (const id of extra) await api('DELETE', `/api/admin/webhook-endpoints/${id}`);
+    await load('a refresh after the deletions', () => page.getByTestId('endpoints-refresh').click(), 1, 1);
+    check(await cards.count() === 1 && await card.isVisible(), 'the test\'s endpoint is not alone on page 1');
+    check((await shown.innerText()).startsWith('1 endpoint;'), `the total reads ${await shown.innerText()}`);
   });
 
   await step('the endpoints page with its statistics', async () => {

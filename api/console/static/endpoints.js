@@ -1,31 +1,64 @@
 // The endpoints panel: each webhook endpoint with its health, its last
 // 24 hours of attempts, and the actions support needs (enable or disable,
-// its deliveries, a recovery, its signing secret).
+// its deliveries, a recovery, its signing secret), 20 to a page; the page
+// is in the hash (#/endpoints?page=2), so Refresh and a toggle keep it.
 
 import { h, replace, svg, link, badge, fmtMs, fmtRate, fmtTime, time, fromLocalInput } from './dom.js';
-import { request, adminPath } from './api.js';
+import { request, adminPath, withQuery } from './api.js';
 import { header, loading, errorBox, refreshButton } from './panel.js';
 
-export async function endpointsPanel(ctx) {
+// PAGE_SIZE is smaller than the deliveries': the statistics read 24 hours
+// of attempts for every endpoint on the page.
+const PAGE_SIZE = 20;
+
+function pageHash(page) {
+  return page > 1 ? `#/endpoints?page=${page}` : '#/endpoints';
+}
+
+export async function endpointsPanel(ctx, params) {
+  const page = Math.max(1, parseInt(params.get('page') || '1', 10) || 1);
   const body = h('div', { class: 'endpoints' }, loading('endpoints'));
   replace(ctx.main, header('Webhook endpoints', refreshButton(ctx.reload, 'endpoints-refresh')), body);
   let res;
   try {
-    res = await request('GET', '/api/admin/webhook-endpoints?include=stats&limit=100');
+    res = await request('GET', withQuery('/api/admin/webhook-endpoints', { include: 'stats', limit: PAGE_SIZE, page }));
   } catch (err) {
     if (ctx.alive()) replace(body, errorBox(err));
     return;
   }
   if (!ctx.alive()) return;
   const eps = res.data || [];
-  if (eps.length === 0) {
+  const total = res.total;
+  if (total === 0) {
     replace(body, h('p', { class: 'empty', 'data-testid': 'endpoints-empty' }, 'No webhook endpoints yet.'));
     return;
   }
+  const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
+  const first = (page - 1) * PAGE_SIZE + 1;
+  const summary = pages === 1
+    ? `${total} endpoint${total === 1 ? '' : 's'}`
+    : eps.length ? `Endpoints ${first}–${first + eps.length - 1} of ${total}` : `${total} endpoints`;
   replace(body,
-    h('p', { class: 'muted', 'data-testid': 'endpoints-total' },
-      res.total > eps.length ? `Showing ${eps.length} of ${res.total} endpoints.` : `${res.total} endpoint${res.total === 1 ? '' : 's'}; statistics cover the last 24 hours.`),
-    eps.map((e) => card(ctx, e)));
+    h('p', { class: 'muted', 'data-testid': 'endpoints-total', 'data-total': total }, `${summary}; statistics cover the last 24 hours.`),
+    eps.length
+      ? eps.map((e) => card(ctx, e))
+      // A page past the end: endpoints were deleted, or the hash was typed.
+      : h('p', { class: 'empty', 'data-testid': 'endpoints-page-empty' }, 'No endpoints on this page. ',
+        link(pageHash(pages), `Go to page ${pages}.`)),
+    pager(page, pages, total));
+}
+
+// pager links the neighbouring pages; past the end, Previous goes to the
+// last page.
+function pager(page, pages, total) {
+  const pageLink = (p, text, testid) => (p >= 1 && p <= pages && p !== page)
+    ? link(pageHash(p), text, { class: 'button secondary', 'data-testid': testid })
+    : h('span', { class: 'button secondary disabled', 'aria-disabled': 'true', 'data-testid': testid }, text);
+  return h('div', { class: 'pager', 'data-testid': 'endpoints-pager' },
+    pageLink(Math.min(page - 1, pages), '← Previous', 'endpoints-prev'),
+    h('span', { 'data-testid': 'endpoints-page-info', 'data-total': total, 'data-page': page, 'data-pages': pages },
+      `Page ${page} of ${pages} · ${total} endpoint${total === 1 ? '' : 's'}`),
+    pageLink(page + 1, 'Next →', 'endpoints-next'));
 }
 
 const HEALTH_KIND = { healthy: 'ok', failing: 'warn', disabled: 'fail' };
