@@ -912,7 +912,10 @@ func (nopStore) GetEvent(context.Context, string, string) (*models.Event, error)
 }
 func (nopStore) InsertAttempt(context.Context, *models.WebhookDelivery) error { return nil }
 func (nopStore) FinishAttempt(context.Context, *models.WebhookDelivery) error { return nil }
-func (nopStore) DisableEndpoint(context.Context, string, string) error        { return nil }
+func (nopStore) SettleLostAttempts(context.Context, string, string, string, string, time.Time) (int64, error) {
+	return 0, nil
+}
+func (nopStore) DisableEndpoint(context.Context, string, string) error { return nil }
 func (nopStore) RecordDeliveryEnd(context.Context, string, string, bool, time.Time, time.Duration) error {
 	return nil
 }

@@ -51,6 +51,9 @@ type Store interface {
 	InsertAttempt(ctx context.Context, d *models.WebhookDelivery) error
 	// FinishAttempt writes the outcome into a row written in flight.
 	FinishAttempt(ctx context.Context, d *models.WebhookDelivery) error
+	// SettleLostAttempts marks a run's rows still in flight worker_lost
+	// and returns how many it changed.
+	SettleLostAttempts(ctx context.Context, eventID, endpointID, workflowID, runID string, at time.Time) (int64, error)
 	// DisableEndpoint disables an endpoint whose receiver answered 410 Gone.
 	DisableEndpoint(ctx context.Context, tenantID, id string) error
 	// RecordDeliveryEnd updates the endpoint's health when a delivery
@@ -114,7 +117,8 @@ type Config struct {
 }
 
 // Deliverer makes delivery attempts. Register it with the Temporal worker;
-// its only exported method is the Attempt activity, so registering the
+// its only exported methods are the Attempt activity and SettleDelivery,
+// which ends a delivery whose last attempt was lost, so registering the
 // struct registers nothing else. It is safe for concurrent use, and keeps
 // connections to receivers open between attempts.
 type Deliverer struct {

@@ -172,7 +172,7 @@ func (s *Store) InsertAttempt(ctx context.Context, d *WebhookDelivery) error {
 			err := tx.Model(&WebhookDelivery{}).
 				Where("event_id = ? AND endpoint_id = ? AND workflow_id = ? AND run_id = ? AND attempt < ? AND error = ?",
 					d.EventID, d.EndpointID, d.WorkflowID, d.RunID, d.Attempt, DeliveryErrInFlight).
-				Updates(map[string]any{"error": DeliveryErrWorkerLost, "error_message": workerLostMessage, "finished_at": d.StartedAt}).Error
+				Updates(workerLost(d.StartedAt)).Error
 			if err != nil {
 				return fmt.Errorf("mark lost attempts: %w", err)
 			}
@@ -183,6 +183,35 @@ func (s *Store) InsertAttempt(ctx context.Context, d *WebhookDelivery) error {
 		return fmt.Errorf("insert delivery attempt: %w", err)
 	}
 	return nil
+}
+
+// workerLost is the update that makes an in-flight row worker_lost,
+// finished at at.
+func workerLost(at time.Time) map[string]any {
+	return map[string]any{"error": DeliveryErrWorkerLost, "error_message": workerLostMessage, "finished_at": at.UTC()}
+}
+
+// SettleLostAttempts marks the rows of a workflow run still in flight
+// worker_lost, finished at at, and returns how many it changed. It is for a
+// run that is over: its last attempt left its row in flight (its worker
+// died, or hung past its timeout), and no later attempt will. Conditional
+// on the row being in flight, so a second call changes nothing; and, as
+// with InsertAttempt, a late outcome of such an attempt still replaces
+// worker_lost.
+func (s *Store) SettleLostAttempts(ctx context.Context, eventID, endpointID, workflowID, runID string, at time.Time) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&WebhookDelivery{}).
+			Where("event_id = ? AND endpoint_id = ? AND workflow_id = ? AND run_id = ? AND error = ?",
+				eventID, endpointID, workflowID, runID, DeliveryErrInFlight).
+			Updates(workerLost(at))
+		n = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return 0, fmt.Errorf("settle lost delivery attempts: %w", err)
+	}
+	return n, nil
 }
 
 // FinishAttempt records the outcome of an attempt whose row InsertAttempt

@@ -109,3 +109,68 @@ func getDelivery(t *testing.T, s *models.Store, id string) *models.WebhookDelive
 	}
 	return d
 }
+
+// TestSettleLostAttempts: settling a run marks its rows still in flight
+// worker_lost, finished at the given time, and leaves finished rows and
+// other runs' rows alone; a second settle changes nothing.
+func TestSettleLostAttempts(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			ctx := t.Context()
+			s := storetest.Open(t, d)
+			start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+			row := func(run string, attempt int, errCode string) *models.WebhookDelivery {
+				at := start.Add(time.Duration(attempt) * time.Minute)
+				return &models.WebhookDelivery{
+					TenantID: "ten_1", EventID: "evt_1", EventType: models.EventRecordCreated, EndpointID: "whe_1",
+					WorkflowID: "webhook-delivery/evt_1/whe_1", RunID: run, Attempt: attempt,
+					RequestURL: "https://hooks.example.com/", RequestHeaders: models.Headers{}, ResponseHeaders: models.Headers{},
+					Error: errCode, StartedAt: at, FinishedAt: at,
+				}
+			}
+			failed := row("run-1", 1, models.DeliveryErrHTTPStatus)
+			last := row("run-1", 2, models.DeliveryErrInFlight)
+			otherRun := row("run-0", 2, models.DeliveryErrInFlight)
+			for _, r := range []*models.WebhookDelivery{failed, last, otherRun} {
+				if err := s.InsertDelivery(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// In another zone: the row is written in UTC all the same.
+			at := start.Add(time.Hour).In(time.FixedZone("east", 3*3600))
+			n, err := s.SettleLostAttempts(ctx, "evt_1", "whe_1", "webhook-delivery/evt_1/whe_1", "run-1", at)
+			if err != nil {
+				t.Fatalf("SettleLostAttempts: %v", err)
+			}
+			if n != 1 {
+				t.Errorf("settled %d rows, want 1", n)
+			}
+			type view struct {
+				Error    string
+				Finished time.Time
+				Message  bool
+			}
+			got := map[string]view{}
+			for _, r := range []*models.WebhookDelivery{failed, last, otherRun} {
+				g := getDelivery(t, s, r.ID)
+				got[r.ID] = view{g.Error, g.FinishedAt.UTC(), g.ErrorMessage != ""}
+			}
+			want := map[string]view{
+				failed.ID:   {models.DeliveryErrHTTPStatus, failed.FinishedAt, false},
+				last.ID:     {models.DeliveryErrWorkerLost, at.UTC(), true},
+				otherRun.ID: {models.DeliveryErrInFlight, otherRun.FinishedAt, false},
+			}
+			if diff := cmp.Diff(got, want); diff != "" {
+				t.Errorf("rows after settling run-1 (-got +want):\n%s", diff)
+			}
+
+			n, err = s.SettleLostAttempts(ctx, "evt_1", "whe_1", "webhook-delivery/evt_1/whe_1", "run-1", at.Add(time.Hour))
+			if err != nil || n != 0 {
+				t.Errorf("second SettleLostAttempts: %d rows, %v; want 0, nil", n, err)
+			}
+			if g := getDelivery(t, s, last.ID); !g.FinishedAt.Equal(at) {
+				t.Errorf("second settle moved finished_at to %v, want %v", g.FinishedAt, at)
+			}
+		})
+	}
+}

@@ -168,6 +168,10 @@ func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, error) {
 		return DeliveryOutput{}, err
 	}
 	out := lastAttempt(in, err)
+	// Executions recorded before the settle step replay without it.
+	if lostAttempt(err) && workflow.GetVersion(ctx, settleLostVersion, workflow.DefaultVersion, 1) == 1 {
+		settle(ctx, in)
+	}
 	workflow.GetLogger(ctx).Info("Webhook delivery failed", "EventID", in.EventID, "EndpointID", in.EndpointID,
 		"Attempts", out.Attempts, "Error", out.Error)
 	msg := fmt.Sprintf("delivery of %s to %s failed", in.EventID, in.EndpointID)
@@ -195,4 +199,57 @@ func lastAttempt(in DeliveryInput, err error) DeliveryOutput {
 		out.Attempts = retryMax(in.RetryMax)
 	}
 	return out
+}
+
+// settleLostVersion is the workflow.GetVersion change id of the settle step.
+const settleLostVersion = "settle-lost-attempt"
+
+// settleOptions are the settle activity's: a few quick database writes,
+// retried a few times.
+func settleOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 5 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
+		},
+	}
+}
+
+// lostAttempt reports whether the attempt that ended a failed delivery
+// left no outcome: it timed out (its worker died or hung), or it failed
+// for good without an AttemptOutput of its own. Its row may still be in
+// flight, with no later attempt to mark it, and the endpoint's health has
+// not counted the delivery. Only the attempt's own failure is read: a
+// server puts the previous attempt's failure, details and all, under a
+// timeout. A timeout is enough whatever the retry state, since the
+// activity's failure reaches the workflow only once it is not retried.
+func lostAttempt(err error) bool {
+	var actErr *temporal.ActivityError
+	if !errors.As(err, &actErr) {
+		return false
+	}
+	cause := actErr.Unwrap()
+	if _, ok := cause.(*temporal.TimeoutError); ok {
+		return true
+	}
+	if actErr.RetryState() != enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED {
+		return false
+	}
+	var res activities.AttemptOutput
+	appErr, ok := cause.(*temporal.ApplicationError)
+	return !ok || !appErr.HasDetails() || appErr.Details(&res) != nil || res.Attempt == 0
+}
+
+// settle runs the settle activity for this run: its rows left in flight
+// become worker_lost and the failed delivery counts in the endpoint's
+// health. Its failure is logged: the delivery has failed either way.
+func settle(ctx workflow.Context, in DeliveryInput) {
+	run := workflow.GetInfo(ctx).WorkflowExecution
+	ctx = workflow.WithActivityOptions(ctx, settleOptions())
+	err := workflow.ExecuteActivity(ctx, SettleDeliveryActivityName, activities.SettleInput{
+		TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID, WorkflowID: run.ID, RunID: run.RunID,
+	}).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("Settling a lost webhook attempt failed", "EventID", in.EventID, "EndpointID", in.EndpointID, "Error", err)
+	}
 }

@@ -67,6 +67,8 @@ type run struct {
 	err    error
 	// failure is the DeliveryOutput in a failed workflow's error details.
 	failure DeliveryOutput
+	// settles are the settle activity's inputs, one per call.
+	settles []activities.SettleInput
 }
 
 // runDelivery runs the Delivery workflow with in, registered as the worker
@@ -75,6 +77,13 @@ type run struct {
 const testQueue = "recordhub-webhooks-test"
 
 func runDelivery(t *testing.T, in DeliveryInput, attempt attemptFunc) run {
+	t.Helper()
+	return runDeliverySettling(t, in, attempt, nil)
+}
+
+// runDeliverySettling is runDelivery whose settle activity answers
+// settleErr.
+func runDeliverySettling(t *testing.T, in DeliveryInput, attempt attemptFunc, settleErr error) run {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(testLogger(t))
@@ -93,8 +102,16 @@ func runDelivery(t *testing.T, in DeliveryInput, attempt attemptFunc) run {
 			}
 			return attempt(int(activity.GetInfo(ctx).Attempt))
 		})
+	env.OnActivity(SettleDeliveryActivityName, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, got activities.SettleInput) error {
+			r.settles = append(r.settles, got)
+			return settleErr
+		})
 	start := env.Now()
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name != AttemptActivityName {
+			return
+		}
 		r.starts = append(r.starts, env.Now().Sub(start))
 		r.infos = append(r.infos, *info)
 	})
@@ -220,7 +237,74 @@ func TestDeliverySchedule(t *testing.T) {
 					t.Errorf("activity start %d has attempt %d", i+1, info.Attempt)
 				}
 			}
+			if len(r.settles) != 0 {
+				t.Errorf("settle activity called %d times, want none: every attempt recorded its outcome", len(r.settles))
+			}
 		})
+	}
+}
+
+// lostAt fails with the receiver's 500 until attempt k, which times out as
+// a server reports it when the worker died: a StartToClose timeout whose
+// cause is the previous attempt's failure.
+func lostAt(k int) attemptFunc {
+	return func(n int) (activities.AttemptOutput, error) {
+		if n < k {
+			return failing(n)
+		}
+		var prev error
+		if n > 1 {
+			_, prev = failing(n - 1)
+		}
+		return activities.AttemptOutput{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, prev)
+	}
+}
+
+// TestDeliverySettlesLostAttempt: a delivery whose last attempt timed out
+// runs the settle activity once, with the run's ids, and fails as before,
+// whether settling works or not. Deliveries whose attempts all recorded
+// their outcome never settle (see TestDeliverySchedule).
+func TestDeliverySettlesLostAttempt(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		retryMax  int
+		settleErr error
+	}{
+		{"last of three attempts lost", 3, nil},
+		{"the only attempt lost", 1, nil},
+		{"settling fails", 3, temporal.NewApplicationError("database is down", activities.ErrTypeStore)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := testInput(c.retryMax, DefaultRetryPolicy())
+			r := runDeliverySettling(t, in, lostAt(c.retryMax), c.settleErr)
+			if r.err == nil {
+				t.Fatal("delivery succeeded")
+			}
+			if len(r.starts) != c.retryMax {
+				t.Errorf("%d attempts, want %d", len(r.starts), c.retryMax)
+			}
+			// The attempts' infos name the run their rows carry.
+			run := r.infos[0].WorkflowExecution
+			settled := activities.SettleInput{TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID, WorkflowID: run.ID, RunID: run.RunID}
+			want := []activities.SettleInput{settled}
+			if c.settleErr != nil { // retried on its own policy, then given up
+				want = slices.Repeat(want, int(settleOptions().RetryPolicy.MaximumAttempts))
+			}
+			if diff := cmp.Diff(want, r.settles); diff != "" {
+				t.Errorf("settle calls (-want +got):\n%s", diff)
+			}
+			if run.ID == "" || run.RunID == "" {
+				t.Errorf("run %+v: want its ids", run)
+			}
+		})
+	}
+
+	// Settling failed or not, the delivery fails the same way.
+	in := testInput(3, DefaultRetryPolicy())
+	ok := runDeliverySettling(t, in, lostAt(3), nil)
+	bad := runDeliverySettling(t, in, lostAt(3), temporal.NewApplicationError("database is down", activities.ErrTypeStore))
+	if diff := cmp.Diff(ok.failure, bad.failure); diff != "" || ok.err.Error() != bad.err.Error() {
+		t.Errorf("failure when settling fails: %v, %+v; when it works: %v, %+v", bad.err, bad.failure, ok.err, ok.failure)
 	}
 }
 

@@ -48,9 +48,14 @@ type historyCase struct {
 	in         DeliveryInput
 	// attempt plays the attempt activity.
 	attempt attemptFunc
+	// hangAt is the attempt that never answers (its worker is gone): the
+	// activity waits out its StartToClose timeout. 0: none.
+	hangAt int
 	// want is the result, or a failed delivery's error details.
 	want   DeliveryOutput
 	failed bool
+	// settled: the settle activity must run once for the execution.
+	settled bool
 	// purge, when set, makes the case a Purge workflow's, with this
 	// result; the purge activity answers purgedRows for each kind.
 	purge *PurgeWorkflowOutput
@@ -72,6 +77,9 @@ func historyCases() []historyCase {
 			ModuleID: "mod_hist", RecordID: "rec_hist", RetryMax: retryMax, Policy: quick,
 		}
 	}
+	// A StartToClose of 16 s: the attempt timeout plus the row margin.
+	lost := in("evt_lost", 2)
+	lost.Policy.AttemptTimeout = time.Second
 	replay := in("evt_replayed", 5)
 	replay.ReplayOf = "whd_replayed"
 	return []historyCase{
@@ -99,6 +107,13 @@ func historyCases() []historyCase {
 			file: "delivery_replay.json", workflowID: ReplayWorkflowID("evt_replayed", "whe_hist", 1),
 			in: replay, attempt: succeedingAt(1),
 			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true},
+		},
+		{
+			// The server puts attempt 1's failure under attempt 2's timeout,
+			// so the details are attempt 1's (see lastAttempt).
+			file: "delivery_lost.json", workflowID: WorkflowID("evt_lost", "whe_hist"),
+			in: lost, attempt: failing, hangAt: 2, settled: true,
+			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 500, Error: "http_status"}, failed: true,
 		},
 		{
 			file: "purge.json", workflowID: PurgeScheduleID + "-hist",
@@ -201,6 +216,7 @@ func TestRecordHistories(t *testing.T) {
 	for _, hc := range cases {
 		byEvent[hc.in.EventID] = hc
 	}
+	settles := make(chan activities.SettleInput, len(cases))
 	ts.NewWorker(DefaultTaskQueue, func(r worker.Registry) {
 		registerWorkflows(r)
 		r.RegisterActivityWithOptions(func(ctx context.Context, in activities.AttemptInput) (activities.AttemptOutput, error) {
@@ -209,8 +225,17 @@ func TestRecordHistories(t *testing.T) {
 			if !ok || in != want {
 				return activities.AttemptOutput{}, temporal.NewNonRetryableApplicationError("unexpected attempt input", "TestError", nil, in)
 			}
-			return hc.attempt(int(activity.GetInfo(ctx).Attempt))
+			n := int(activity.GetInfo(ctx).Attempt)
+			if n == hc.hangAt {
+				<-ctx.Done()
+				return activities.AttemptOutput{}, ctx.Err()
+			}
+			return hc.attempt(n)
 		}, activity.RegisterOptions{Name: AttemptActivityName})
+		r.RegisterActivityWithOptions(func(_ context.Context, in activities.SettleInput) error {
+			settles <- in
+			return nil
+		}, activity.RegisterOptions{Name: SettleDeliveryActivityName})
 		r.RegisterActivityWithOptions(func(ctx context.Context, in activities.PurgeInput) (activities.PurgeOutput, error) {
 			return activities.PurgeOutput{Kind: in.Kind, Deleted: purgedRows}, nil
 		}, activity.RegisterOptions{Name: PurgeActivityName})
@@ -231,7 +256,7 @@ func TestRecordHistories(t *testing.T) {
 			case hc.recovery != nil:
 				hist = recordRecovery(t, c, hc)
 			default:
-				hist = recordDelivery(t, c, hc)
+				hist = recordDelivery(t, c, hc, settles)
 			}
 			if _, err := os.Stat(path); err == nil {
 				t.Logf("kept the existing %s (delete it to record it again)", path)
@@ -251,7 +276,7 @@ func TestRecordHistories(t *testing.T) {
 
 // recordDelivery runs hc's delivery to its end, checks its outcome and
 // returns its history.
-func recordDelivery(t *testing.T, c client.Client, hc historyCase) *historypb.History {
+func recordDelivery(t *testing.T, c client.Client, hc historyCase, settles <-chan activities.SettleInput) *historypb.History {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -274,6 +299,19 @@ func recordDelivery(t *testing.T, c client.Client, hc historyCase) *historypb.Hi
 	}
 	if diff := cmp.Diff(hc.want, got); diff != "" {
 		t.Fatalf("outcome (-want +got):\n%s", diff)
+	}
+	// The cases run one at a time, so a settle call is this case's.
+	var settled []activities.SettleInput
+	for len(settles) > 0 {
+		settled = append(settled, <-settles)
+	}
+	var want []activities.SettleInput
+	if hc.settled {
+		want = append(want, activities.SettleInput{TenantID: hc.in.TenantID, EventID: hc.in.EventID, EndpointID: hc.in.EndpointID,
+			WorkflowID: hc.workflowID, RunID: run.GetRunID()})
+	}
+	if diff := cmp.Diff(want, settled); diff != "" {
+		t.Fatalf("settle calls (-want +got):\n%s", diff)
 	}
 	return history(ctx, t, c, hc.workflowID, run.GetRunID())
 }

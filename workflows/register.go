@@ -16,17 +16,22 @@ import (
 const (
 	DeliveryWorkflowName = "Delivery"
 	AttemptActivityName  = "Attempt"
+	// SettleDeliveryActivityName is Deliverer.SettleDelivery's, pinned
+	// from the start.
+	SettleDeliveryActivityName = "SettleDelivery"
 	// PurgeWorkflowName and PurgeActivityName are the retention purge's
 	// (SPEC §10), pinned from the start.
 	PurgeWorkflowName = "Purge"
 	PurgeActivityName = "Purge"
 )
 
-// Register registers the Delivery workflow and d's Attempt activity, under
-// their pinned names, with a worker polling the deliveries' task queue.
+// Register registers the Delivery workflow and d's Attempt and
+// SettleDelivery activities, under their pinned names, with a worker
+// polling the deliveries' task queue.
 func Register(w worker.Registry, d *activities.Deliverer) {
 	registerWorkflows(w)
 	w.RegisterActivityWithOptions(d.Attempt, activity.RegisterOptions{Name: AttemptActivityName})
+	w.RegisterActivityWithOptions(d.SettleDelivery, activity.RegisterOptions{Name: SettleDeliveryActivityName})
 }
 
 // registerWorkflows registers the workflows under their pinned names: the
