@@ -432,7 +432,7 @@ func (d *Deliverer) send(ctx context.Context, req *http.Request, row *models.Web
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := &statusError{code: resp.StatusCode}
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-			se.retryAfter, _ = parseRetryAfter(resp.Header.Get("Retry-After"), d.now())
+			se.retryAfter, _ = ParseRetryAfter(resp.Header.Get("Retry-After"), d.now())
 		}
 		return d.fail(row, se, false, nil)
 	}

@@ -25,9 +25,9 @@ func TestParseRetryAfter(t *testing.T) {
 		{"soon", 0, false},
 	}
 	for _, tc := range tests {
-		got, ok := parseRetryAfter(tc.in, now)
+		got, ok := ParseRetryAfter(tc.in, now)
 		if got != tc.want || ok != tc.wantOK {
-			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.wantOK)
+			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.wantOK)
 		}
 	}
 }

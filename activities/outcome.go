@@ -80,11 +80,11 @@ func (e *statusError) Error() string {
 // so that no arithmetic on it overflows.
 const maxRetryAfter = 365 * 24 * time.Hour
 
-// parseRetryAfter reads a Retry-After header, delta-seconds or HTTP date
-// (RFC 9110 §10.2.3), as a delay from now. A date in the past is 0 (retry
-// now); a negative or unreadable value is ignored (ok false), and the
-// normal schedule applies.
-func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+// ParseRetryAfter reads a Retry-After header, delta-seconds or HTTP date
+// (RFC 9110 §10.2.3), as a delay from now, at most a year. A date in the
+// past is 0 (retry now); a negative or unreadable value is ignored (ok
+// false): for an attempt, the normal schedule applies.
+func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false

@@ -13,9 +13,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/recordhub/recordhub/activities"
 )
 
 // The recover command is a client of the HTTP API (SPEC §10), not of the
@@ -427,7 +428,7 @@ func newAPIError(res *http.Response, body []byte) *apiError {
 		e.Code, e.Message = fmt.Sprintf("HTTP %d", res.StatusCode), http.StatusText(res.StatusCode)
 	}
 	if res.StatusCode == http.StatusTooManyRequests {
-		e.retryAfter = parseRetryAfter(res.Header.Get("Retry-After"), time.Now())
+		e.retryAfter, _ = activities.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
 	}
 	return e
 }
@@ -486,20 +487,6 @@ func retry(ctx context.Context, attempts int, idempotent bool, f func() error) e
 		}
 	}
 	return err
-}
-
-// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil {
-		return time.Duration(max(0, s)) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(0, t.Sub(now))
-	}
-	return 0
 }
 
 // sleep waits d or until ctx is done.

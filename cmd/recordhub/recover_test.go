@@ -502,21 +502,6 @@ func TestRecoverAPIBase(t *testing.T) {
 	}
 }
 
-func TestRecoverRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for v, want := range map[string]time.Duration{
-		"":     0,
-		"7":    7 * time.Second,
-		"soon": 0,
-		now.Add(12 * time.Second).Format(http.TimeFormat): 12 * time.Second,
-		now.Add(-time.Hour).Format(http.TimeFormat):       0,
-	} {
-		if got := parseRetryAfter(v, now); got != want {
-			t.Errorf("parseRetryAfter(%q) = %s, want %s", v, got, want)
-		}
-	}
-}
-
 // TestWebhooksUsage: help lists the command; webhooks alone shows usage.
 func TestWebhooksUsage(t *testing.T) {
 	stdout, _, err := runWithEnv(context.Background(), nil, "help")
