@@ -16,7 +16,7 @@ import (
 	"github.com/recordhub/recordhub/models"
 )
 
-// Guard decides which destinations outbound webhooks may reach (SPEC §6,
+// Guard decides which destinations outbound webhooks may reach (against
 // SSRF). Its method CheckURL has the shape of models.URLChecker, for the
 // subscription-time check; the delivery attempt applies the same rules again
 // to every address it dials.

@@ -25,7 +25,7 @@ import (
 // list them in its retry policy, though doing so is harmless.
 const (
 	// ErrTypeBlockedDestination: the URL or an address it resolved to is
-	// blocked (SPEC §6, SSRF). Not retryable.
+	// blocked (SSRF). Not retryable.
 	ErrTypeBlockedDestination = "BlockedDestination"
 	// ErrTypeEndpointGone: the endpoint was deleted. Not retryable.
 	ErrTypeEndpointGone = "EndpointGone"
@@ -40,7 +40,7 @@ const (
 	// writing the attempt's row. Retryable.
 	ErrTypeStore = "StoreFailed"
 	// ErrTypeReceiverGone: the receiver answered 410 Gone; the endpoint is
-	// disabled and the delivery ends (SPEC §10). Not retryable.
+	// disabled and the delivery ends. Not retryable.
 	ErrTypeReceiverGone = "ReceiverGone"
 )
 

@@ -17,7 +17,7 @@ type PurgeStore interface {
 	Purge(ctx context.Context, kind models.PurgeKind, before time.Time, batch int) (int64, error)
 }
 
-// Purge defaults (SPEC §10).
+// Purge defaults.
 const (
 	// DefaultPurgeBatch rows are deleted per statement: each batch is one
 	// short transaction, so no lock is held for long.

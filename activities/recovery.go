@@ -53,7 +53,7 @@ const (
 	ErrTypeRecoveryStopped = "RecoveryStopped"
 )
 
-// Recoverer runs bulk recoveries (SPEC §10): the RecoverPage and
+// Recoverer runs bulk recoveries: the RecoverPage and
 // FinishRecovery activities of the Recovery workflow.
 type Recoverer struct {
 	store       RecoveryStore

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Request headers of an outbound webhook (SPEC §6).
+// Request headers of an outbound webhook.
 const (
 	HeaderSignature = "X-Webhook-Signature"
 	HeaderEvent     = "X-Webhook-Event"
@@ -36,7 +36,7 @@ type signedMessage struct {
 
 // setHeaders writes the content, identity and signature headers of m into h.
 //
-// Both schemes are keyed with the secret's UTF-8 bytes as SPEC §6 says,
+// Both schemes are keyed with the secret's UTF-8 bytes,
 // "whsec_" prefix included. Standard Webhooks libraries instead strip
 // "whsec_" and base64-decode the rest; our secrets are opaque strings (and
 // may be chosen by the user), so receivers using such a library must hand it

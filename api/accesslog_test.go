@@ -21,7 +21,7 @@ import (
 	"github.com/recordhub/recordhub/models/storetest"
 )
 
-// logVisibleWithin is how soon SPEC §5 wants a call in the admin API.
+// logVisibleWithin is how soon a logged call must show in the admin API.
 const logVisibleWithin = 2 * time.Second
 
 // logRow is an access-log row as the admin API answers it.
@@ -55,7 +55,7 @@ func (e *env) accessLogs(q url.Values) logPage {
 }
 
 // waitForLogs polls the admin API until the query has total rows, for as
-// long as SPEC §5 allows a logged call to take to show up.
+// long as a logged call may take to show up.
 func (e *env) waitForLogs(q url.Values, total int) logPage {
 	e.t.Helper()
 	var p logPage

@@ -11,7 +11,7 @@ import (
 )
 
 // Recoverer starts bulk recoveries of an endpoint's failed deliveries
-// (SPEC §10); workflows.Recoveries is one.
+// (one workflow each); workflows.Recoveries is one.
 type Recoverer interface {
 	// StartRecovery starts a recovery of the deliveries started from since until
 	// until (nil: now), as one workflow.

@@ -102,7 +102,7 @@ func (s *Server) addStats(c *gin.Context, tenantID string, out []endpointJSON) e
 	return nil
 }
 
-// healthJSON is an endpoint's health (SPEC §10).
+// healthJSON is an endpoint's health.
 type healthJSON struct {
 	State               string     `json:"state"`
 	ConsecutiveFailures int        `json:"consecutive_failures"`
@@ -309,7 +309,7 @@ type deliveryJSON struct {
 	StartedAt      time.Time `json:"started_at"`
 	// FinishedAt is null while the attempt is in flight (error
 	// "in_flight"): its request may be at the receiver, its outcome is not
-	// known yet (SPEC §11).
+	// known yet.
 	FinishedAt *time.Time `json:"finished_at"`
 	Succeeded  bool       `json:"succeeded"`
 }

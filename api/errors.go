@@ -9,7 +9,8 @@ import (
 	"github.com/recordhub/recordhub/models"
 )
 
-// Error codes of the API beyond the store's kinds (SPEC §4).
+// Error codes of the API beyond the store's kinds. Every error body is
+// {"error": code, "message": text, "request_id": id} plus what a code needs.
 const (
 	codeInvalidRequest = "invalid_request"
 	codeForbidden      = "forbidden"

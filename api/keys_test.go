@@ -32,7 +32,7 @@ func replicaOf(t *testing.T, e *env, store *models.Store, opts ...envOption) *en
 }
 
 // pollUntil calls cond until it holds, failing the test when within has
-// passed. within is a bound the specification sets, not a speed target.
+// passed. within is a bound the API promises, not a speed target.
 func pollUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
@@ -57,7 +57,7 @@ func wantUnauthorized(t *testing.T, r *resp, code string) {
 	wantErrorBody(t, r, code)
 }
 
-// wantErrorBody checks the error envelope of SPEC §4 and the code.
+// wantErrorBody checks the error envelope (error, message, request_id) and the code.
 func wantErrorBody(t *testing.T, r *resp, code string) map[string]any {
 	t.Helper()
 	m := r.json()
@@ -187,7 +187,7 @@ func TestKeyRevokeAndRotate(t *testing.T) {
 
 // TestRevocationAcrossReplicas runs two APIs on one database, each with its
 // own store and key cache: a key B has cached must stop working on B within
-// one second of its revocation or rotation through A (SPEC §2).
+// one second of its revocation or rotation through A.
 func TestRevocationAcrossReplicas(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d models.Dialect) {
 		db := storetest.NewDB(t, d)

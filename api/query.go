@@ -10,7 +10,7 @@ import (
 	"github.com/recordhub/recordhub/models"
 )
 
-// Page bounds (SPEC §3).
+// Page bounds of every list.
 const (
 	defaultLimit = 20
 	maxLimit     = 100

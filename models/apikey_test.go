@@ -381,7 +381,7 @@ func TestKeysOfAnotherTenantAreNotFound(t *testing.T) {
 
 // TestRevocationReachesOtherStores opens two stores on one database, as two
 // replicas would, and checks that a key B has cached stops working on B
-// within one second of A revoking it (SPEC §2).
+// within one second of A revoking it.
 func TestRevocationReachesOtherStores(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d models.Dialect) {
 		ctx, cancel := context.WithCancel(context.Background())

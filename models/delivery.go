@@ -49,7 +49,7 @@ const (
 	DeliveryErrEndpointDisabled   = "endpoint_disabled"
 	DeliveryErrConnection         = "connection"
 	// DeliveryErrInFlight marks an attempt whose request is being sent:
-	// its row is written before the request leaves (SPEC §11) and given
+	// its row is written before the request leaves and given
 	// the attempt's outcome afterwards. An error code rather than a column
 	// of its own: a row shows one state, the API shows it where readers
 	// already look (error, succeeded false), and no migration is needed.

@@ -27,7 +27,7 @@ func SkippedDeliveryID(eventID, endpointID string) string {
 }
 
 // InsertSkippedDeliveries records that ev was not delivered to endpoints
-// because they were disabled when it was dispatched (SPEC §10): one row
+// because they were disabled when it was dispatched: one row
 // each, error endpoint_disabled, attempt 0, no workflow, nothing sent,
 // started and finished now; what a recovery of the endpoint later finds
 // and sends. One INSERT for all of them; a row already there (the event

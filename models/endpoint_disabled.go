@@ -9,7 +9,7 @@ import (
 )
 
 // endpointDisabledBody is the JSON body of an endpoint_disabled event
-// (SPEC §10). It names no module and no record: the event is about an
+// sent to subscribers. It names no module and no record: the event is about an
 // endpoint, so module filters do not apply to it.
 type endpointDisabledBody struct {
 	ID         string        `json:"id"`

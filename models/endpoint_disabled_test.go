@@ -47,7 +47,7 @@ func disabledEvents(t *testing.T, s *models.Store) []models.Event {
 
 // wantDisabledEvent checks that the outbox holds exactly one
 // endpoint_disabled event, about ep, for reason, at the endpoint's
-// disabled_at, with the body of SPEC §10 byte for byte.
+// disabled_at, with the documented body byte for byte.
 func wantDisabledEvent(t *testing.T, s *models.Store, ep *models.WebhookEndpoint, reason string) {
 	t.Helper()
 	evs := disabledEvents(t, s)

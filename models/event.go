@@ -36,7 +36,7 @@ type Event struct {
 	TraceParent string
 }
 
-// eventBody is the JSON body of an event (SPEC §6).
+// eventBody is the JSON body of a record event, as receivers get it.
 type eventBody struct {
 	ID         string          `json:"id"`
 	Event      string          `json:"event"`

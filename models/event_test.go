@@ -12,7 +12,7 @@ import (
 )
 
 // TestRecordEvents: every record change writes its events in the outbox,
-// exactly as SPEC §6 lists them, and a change that changes nothing none.
+// exactly the documented ones, and a change that changes nothing none.
 func TestRecordEvents(t *testing.T) {
 	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) {

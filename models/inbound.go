@@ -20,7 +20,7 @@ const (
 	PrefixInboundEvent   = "ibe_"
 	// MaxMatchFields bounds an inbound webhook's match fields.
 	MaxMatchFields = 10
-	// InboundRateLimit is the per-minute budget of one inbound webhook (SPEC §7).
+	// InboundRateLimit is the per-minute budget of one inbound webhook.
 	InboundRateLimit = 60
 )
 

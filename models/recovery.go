@@ -12,14 +12,14 @@ import (
 // PrefixRecovery starts a recovery's id.
 const PrefixRecovery = "rcv_"
 
-// Recovery states (SPEC §10).
+// Recovery states.
 const (
 	RecoveryRunning   = "running"
 	RecoveryCompleted = "completed"
 	RecoveryFailed    = "failed"
 )
 
-// WebhookRecovery is one bulk recovery of an endpoint (SPEC §10): a
+// WebhookRecovery is one bulk recovery of an endpoint: a
 // Recovery workflow that replays, once each, the events whose deliveries
 // to the endpoint started in [WindowSince, WindowUntil) and never
 // succeeded. Its counts are written after each page.

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// PurgeKind names a kind of row that retention deletes (SPEC §10).
+// PurgeKind names a kind of row that retention deletes.
 type PurgeKind string
 
 // The kinds of rows retention deletes.

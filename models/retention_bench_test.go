@@ -15,7 +15,7 @@ import (
 
 // TestPurgeLatency measures the p99 of concurrent record creates without,
 // then during, a purge of RECORDHUB_PURGE_BENCH_ROWS old access-log rows
-// (SPEC §10: at most 2×), purged as the Purge activity does (1,000 rows a
+// (the purge may at most double it), purged as the Purge activity does (1,000 rows a
 // statement, 50 ms between). It runs only when that variable is set:
 //
 //	RECORDHUB_PURGE_BENCH_ROWS=1000000 go test ./models -run TestPurgeLatency -v -timeout 30m

@@ -9,8 +9,8 @@ import (
 	"gorm.io/gorm"
 )
 
-// Event types: the record events (SPEC §6) and the operational event
-// (SPEC §10).
+// Event types: the five record events and the operational event
+// endpoint_disabled.
 const (
 	EventRecordCreated     = "record_created"
 	EventRecordUpdated     = "record_updated"
@@ -29,7 +29,7 @@ var EventTypes = []string{EventRecordCreated, EventRecordUpdated, EventRecordDel
 const (
 	DefaultRetryMax = 5
 	// MaxRetryMax: beyond 5 attempts every delay is the 960 s cap, so 100
-	// attempts span about 26 hours (SPEC §10).
+	// attempts span about 26 hours.
 	MaxRetryMax    = 100
 	PrefixEndpoint = "whe_"
 	PrefixEvent    = "evt_"
@@ -55,7 +55,7 @@ type WebhookEndpoint struct {
 	CreatedAt               time.Time `gorm:"autoCreateTime:false"`
 	UpdatedAt               time.Time `gorm:"autoUpdateTime:false"`
 
-	// Health (SPEC §10), written once per delivery that ends; see
+	// Health, written once per delivery that ends; see
 	// RecordDeliveryEnd. FirstFailureAt is the first failed delivery since
 	// the last success.
 	ConsecutiveFailures int
@@ -84,7 +84,7 @@ const (
 )
 
 // DisableAfterFailures is the least number of failed deliveries in a row
-// that can disable an endpoint (SPEC §10).
+// that can disable an endpoint.
 const DisableAfterFailures = 5
 
 // HealthState is "disabled" for a disabled endpoint, "failing" when its
@@ -307,7 +307,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 }
 
 // DisableEndpoint disables an endpoint at once, as its receiver asked by
-// answering 410 Gone (SPEC §10), and writes its endpoint_disabled event in
+// answering 410 Gone, and writes its endpoint_disabled event in
 // the same transaction. Disabling a disabled endpoint is harmless and
 // changes nothing (its disabled_at and reason stay those of the first
 // disable, and no event is written); a deleted one is ErrNotFound.

@@ -13,7 +13,7 @@ import (
 	"github.com/recordhub/recordhub/models"
 )
 
-// The delivery schedule of SPEC §6, used where the configuration leaves a
+// The default delivery schedule, used where the configuration leaves a
 // value unset.
 const (
 	DefaultRetryInitial     = 60 * time.Second
@@ -42,7 +42,7 @@ type RetryPolicy struct {
 	AttemptTimeout time.Duration `json:"attempt_timeout"`
 }
 
-// DefaultRetryPolicy returns the schedule of SPEC §6: 60 s doubling up to
+// DefaultRetryPolicy returns the default schedule: 60 s doubling up to
 // 960 s, 30 s per attempt.
 func DefaultRetryPolicy() RetryPolicy {
 	return RetryPolicy{Initial: DefaultRetryInitial, MaxInterval: DefaultRetryMaxInterval, AttemptTimeout: DefaultAttemptTimeout}

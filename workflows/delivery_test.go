@@ -155,7 +155,7 @@ func testInput(retryMax int, p RetryPolicy) DeliveryInput {
 	}
 }
 
-// TestDeliverySchedule observes the retry schedule of SPEC §6 under time
+// TestDeliverySchedule observes the retry schedule under time
 // skipping: attempts at 0, 60, 180, 420, 900 s for the default retry_max 5,
 // later gaps capped at 960 s, and the schedule of the configuration when it
 // sets one.

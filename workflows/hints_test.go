@@ -93,7 +93,7 @@ func (r *hintRun) rows(t *testing.T) []models.WebhookDelivery {
 }
 
 // TestDeliveryHundredAttempts: retry_max 100 makes 100 attempts, 60, 120,
-// 240, 480 s apart and 960 s from then on (SPEC §10), each with its row.
+// 240, 480 s apart and 960 s from then on, each with its row.
 func TestDeliveryHundredAttempts(t *testing.T) {
 	for _, d := range dialects {
 		t.Run(string(d), func(t *testing.T) {

@@ -2,7 +2,7 @@
 // workflow with its typed input and output, the workflow ids derived from
 // business keys, the task queue, the retry policy and the search attributes
 // operators filter on, and the client side that starts deliveries: the
-// outbox dispatcher and replays (SPEC §6).
+// outbox dispatcher and replays.
 //
 // The workflow never touches the database, the network, the clock or
 // randomness: it passes ids to the attempt activity of package activities,

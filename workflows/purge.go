@@ -18,7 +18,7 @@ import (
 	"github.com/recordhub/recordhub/models"
 )
 
-// The retention purge (SPEC §10) runs as the Purge workflow, started every
+// The retention purge runs as the Purge workflow, started every
 // hour by the Temporal Schedule PurgeScheduleIDFor(task queue), which worker processes
 // create (or bring up to date) when they start.
 const (

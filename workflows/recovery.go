@@ -22,7 +22,7 @@ import (
 	"github.com/recordhub/recordhub/models"
 )
 
-// Bulk recovery (SPEC §10) runs as one Recovery workflow per recovery, id
+// Bulk recovery runs as one Recovery workflow per recovery, id
 // RecoveryWorkflowID(endpoint, n). It pages through the endpoint's failed
 // deliveries in its window with the RecoverPage activity, each page
 // starting one replay execution per event, and ends with FinishRecovery.

@@ -227,7 +227,7 @@ func (r *recoveryRig) waitRecovery(id string) *models.WebhookRecovery {
 	return done
 }
 
-// TestRecoveryEndToEnd (SPEC §10): an endpoint whose receiver failed 1,000
+// TestRecoveryEndToEnd: an endpoint whose receiver failed 1,000
 // deliveries is recovered once the receiver is back, on a real Temporal
 // server run in-process, against SQLite and PostgreSQL. The worker running
 // the recovery hangs mid-way and is stopped; a second worker finishes it.
@@ -340,7 +340,7 @@ func TestRecoveryEndToEnd(t *testing.T) {
 	}
 }
 
-// TestRecoverySendsSkipped (SPEC §10): events raised while the endpoint
+// TestRecoverySendsSkipped: events raised while the endpoint
 // is disabled leave skipped rows and no request; once it is enabled again,
 // a recovery sends each of them once.
 func TestRecoverySendsSkipped(t *testing.T) {
@@ -407,7 +407,7 @@ func TestRecoverySendsSkipped(t *testing.T) {
 }
 
 // BenchmarkRecovery measures how fast a recovery starts its replays
-// against how fast the same deliveries ran (SPEC §10: replays start at
+// against how fast the same deliveries ran (replays should start at
 // the rate deliveries run), on a real Temporal server run in-process and
 // SQLite: 1,000 deliveries fail, then one recovery replays them.
 //

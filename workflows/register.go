@@ -20,7 +20,7 @@ const (
 	// from the start.
 	SettleDeliveryActivityName = "SettleDelivery"
 	// PurgeWorkflowName and PurgeActivityName are the retention purge's
-	// (SPEC §10), pinned from the start.
+	// pinned from the start.
 	PurgeWorkflowName = "Purge"
 	PurgeActivityName = "Purge"
 )

@@ -1,4 +1,4 @@
-// Package console serves the support console (SPEC §12): a page of plain
+// Package console serves the support console at /console: a page of plain
 // browser JavaScript, embedded in the binary, that calls the admin API with
 // the key the user signs in with. It serves no data itself, so it needs no
 // authentication of its own.

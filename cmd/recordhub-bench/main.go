@@ -13,7 +13,7 @@
 // With -production (`make bench-production`) it runs only the production
 // group instead (production.go): recordhub built -tags noembedtemporal, one
 // API and N worker processes sharing PostgreSQL and Redis against a separate
-// Temporal server on PostgreSQL, a two-tenant burst, and the SPEC §9 figures
+// Temporal server on PostgreSQL, a two-tenant burst, and the scale figures
 // (deliveries/s against bare workflows on the same server, exactly-once,
 // each worker's share, refused starts, tenant fairness).
 package main
@@ -92,7 +92,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, service logs, hey output)")
 	fs.BoolVar(&o.webhooks, "webhooks", true, "run the webhook group (SQLite, embedded Temporal): idle RSS, change-to-delivery latency, deliveries/s against bare Temporal workflows; -db '' runs it alone")
 	fs.BoolVar(&o.strict, "strict", false, "exit with status 3 when a target is missed")
-	fs.BoolVar(&o.production, "production", false, "run only the production group: recordhub built -tags noembedtemporal, serve --role api and -workers worker processes on PostgreSQL (-pg) and Redis (-redis) against a separate Temporal server on PostgreSQL; a two-tenant burst; deliveries/s against bare workflows, exactly-once, worker shares, refused starts, tenant fairness (SPEC §9)")
+	fs.BoolVar(&o.production, "production", false, "run only the production group: recordhub built -tags noembedtemporal, serve --role api and -workers worker processes on PostgreSQL (-pg) and Redis (-redis) against a separate Temporal server on PostgreSQL; a two-tenant burst; deliveries/s against bare workflows, exactly-once, worker shares, refused starts, tenant fairness")
 	prodWorkers := fs.String("workers", "1,2", "with -production: worker process counts to measure, comma-separated, one configuration each")
 	fs.IntVar(&o.burst, "burst", 2000, "with -production: records tenant A creates, 16 at a time")
 	fs.IntVar(&o.baselineN, "baseline-n", 0, "with -production: bare Temporal workflows in the baseline (0: -burst)")

@@ -30,7 +30,7 @@ import (
 	"github.com/recordhub/recordhub/models"
 )
 
-// The production group's targets (SPEC §9).
+// The production group's targets.
 const (
 	targetProdRatio   = 0.80            // deliveries/s ÷ bare workflows/s
 	targetWorkerShare = 0.35            // of the attempts, each worker, with two or more

@@ -25,7 +25,7 @@ import (
 // The webhook group's targets.
 const (
 	targetWebhookRSS   = 250_000_000           // bytes, idle, with API, worker, embedded Temporal and its UI
-	targetWebhookP50   = 50 * time.Millisecond // SPEC §9 (issue 8); the outbound issue asked 100 ms
+	targetWebhookP50   = 50 * time.Millisecond // change → receiver's first request, median
 	targetWebhookP99   = 500 * time.Millisecond
 	targetWebhookRatio = 0.80
 

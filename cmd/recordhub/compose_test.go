@@ -35,7 +35,7 @@ var (
 	urlPassword = regexp.MustCompile(`://[^/@:]*:([^@]*)@`)
 )
 
-// TestComposeFile checks docker-compose.yml (SPEC §11): every published port
+// TestComposeFile checks docker-compose.yml: every published port
 // binds 127.0.0.1 only, no environment value holds a literal secret or a
 // default for one, and each build points at a Dockerfile that exists.
 func TestComposeFile(t *testing.T) {
@@ -107,7 +107,7 @@ func TestComposeFile(t *testing.T) {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(root, "Dockerfile")); err == nil {
-		t.Error("a Dockerfile at the repository's top level, which holds only the names of the design card; it lives in cmd/recordhub")
+		t.Error("a Dockerfile at the repository's top level, which holds only the fixed set of top-level names; it lives in cmd/recordhub")
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/recordhub/recordhub/workflows"
 )
 
-// Config is the service's configuration, read from the environment (SPEC §1).
+// Config is the service's configuration, read from the environment.
 type Config struct {
 	// Role is what serve runs: all (API, worker, dispatcher), api or worker.
 	Role              string

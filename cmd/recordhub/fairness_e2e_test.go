@@ -11,7 +11,7 @@ import (
 	"github.com/recordhub/recordhub/models"
 )
 
-// TestTenantFairness (SPEC §9): while tenant A has 2,000 deliveries
+// TestTenantFairness: while tenant A has 2,000 deliveries
 // pending, each of 5 events of tenant B, one a second, reaches B's receiver
 // within 2 s, on the embedded stack (fair claims in the outbox, the tenant
 // as Temporal's fairness key, fairness on in the embedded server). Before,

@@ -172,7 +172,7 @@ func namespaceID(t *testing.T, srv *pgtemporal.Server) string {
 	return ns.GetNamespaceInfo().GetId()
 }
 
-// TestProductionShape (SPEC §9) runs the production shape: one API
+// TestProductionShape runs the production shape: one API
 // replica and two workers on PostgreSQL and Redis against a separate
 // Temporal server on PostgreSQL, all sharing one task queue. A burst of
 // record changes is delivered exactly once each, both workers make at

@@ -19,7 +19,7 @@ import (
 	"github.com/recordhub/recordhub/activities"
 )
 
-// The recover command is a client of the HTTP API (SPEC §10), not of the
+// The recover command is a client of the HTTP API, not of the
 // database or Temporal: it works the same against `make run` and a
 // production deployment, and goes through keys, limits and access logs.
 

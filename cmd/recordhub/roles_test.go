@@ -12,7 +12,7 @@ import (
 	"github.com/recordhub/recordhub/models/storetest"
 )
 
-// TestAPIRoleWithoutTemporal (SPEC §9, readiness by role): an API replica
+// TestAPIRoleWithoutTemporal (readiness by role): an API replica
 // starts, stays ready and accepts writes while Temporal is unreachable; the
 // writes' events wait in the outbox; a replay answers 503, not a hang.
 func TestAPIRoleWithoutTemporal(t *testing.T) {

@@ -114,7 +114,7 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		return err
 	}
 	defer wh.stop()
-	// Readiness by role (SPEC §9): an API replica keeps taking writes while
+	// Readiness by role: an API replica keeps taking writes while
 	// Temporal is down, the outbox holding their events, so a load
 	// balancer must not pull it; a worker without Temporal can do nothing.
 	if cfg.runsWorker() {

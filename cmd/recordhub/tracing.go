@@ -17,7 +17,7 @@ import (
 )
 
 // TracingConfig is the tracing part of the configuration, from the
-// standard OpenTelemetry variables (SPEC §12). Everything else the OTLP
+// standard OpenTelemetry variables. Everything else the OTLP
 // exporter reads itself (OTEL_EXPORTER_OTLP_HEADERS, …_TIMEOUT, …_INSECURE,
 // certificates), as do the SDK (OTEL_TRACES_SAMPLER, OTEL_BSP_*) and the
 // resource (OTEL_RESOURCE_ATTRIBUTES).

@@ -105,7 +105,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	if err != nil {
 		return nil, err
 	}
-	// Pollers as measured in NOTES.md: the default two workflow-task
+	// Pollers as measured on the embedded server on 2 cores: the default two workflow-task
 	// pollers cap one worker at 25-45 deliveries a second.
 	wh.worker = worker.New(wh.client, cfg.TemporalTaskQueue, worker.Options{
 		MaxConcurrentWorkflowTaskPollers: 32,

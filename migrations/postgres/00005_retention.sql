@@ -1,6 +1,6 @@
 -- +goose NO TRANSACTION
 -- +goose Up
--- Retention (SPEC §10) deletes the oldest rows of these tables in small
+-- Retention deletes the oldest rows of these tables in small
 -- batches, each chosen through an index on its time column; the existing
 -- indexes lead with the tenant, so without these every batch would scan.
 -- CONCURRENTLY, so that building them on a large table does not stop writes.

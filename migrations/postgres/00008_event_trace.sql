@@ -1,5 +1,5 @@
 -- +goose Up
--- Traces (SPEC §12): the W3C traceparent of the request that wrote the
+-- Traces: the W3C traceparent of the request that wrote the
 -- event, so that its deliveries continue that trace; '' when tracing was
 -- off or the writer had no trace.
 ALTER TABLE events ADD COLUMN trace_parent TEXT NOT NULL DEFAULT '';

@@ -1,5 +1,5 @@
 -- +goose Up
--- Outbox claims (SPEC §9): a dispatcher takes pending events for a lease
+-- Outbox claims: a dispatcher takes pending events for a lease
 -- (claimed_until) before it starts their deliveries, so that several
 -- dispatchers never start the same event, and a dead one's events are taken
 -- over when its lease ends. Pending events are read per tenant, so that one

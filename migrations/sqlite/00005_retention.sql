@@ -1,5 +1,5 @@
 -- +goose Up
--- Retention (SPEC §10) deletes the oldest rows of these tables in small
+-- Retention deletes the oldest rows of these tables in small
 -- batches, each chosen through an index on its time column; the existing
 -- indexes lead with the tenant, so without these every batch would scan.
 CREATE INDEX access_logs_created_idx ON access_logs (created_at);

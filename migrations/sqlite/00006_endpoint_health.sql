@@ -1,5 +1,5 @@
 -- +goose Up
--- Endpoint health (SPEC §10): updated once per delivery that ends, by the
+-- Endpoint health: updated once per delivery that ends, by the
 -- endpoint's primary key. disabled_reason is "gone" (410), "failing"
 -- (RECORDHUB_ENDPOINT_DISABLE_AFTER) or "manual" (PATCH enabled false).
 ALTER TABLE webhook_endpoints ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0;

@@ -1,5 +1,5 @@
 -- +goose Up
--- Bulk recovery (SPEC §10): one row per recovery, its progress written by
+-- Bulk recovery: one row per recovery, its progress written by
 -- the Recovery workflow's activities after each page. n numbers an
 -- endpoint's recoveries 1, 2, … and names the workflow,
 -- webhook-recovery/<endpoint id>/<n>. window_since and window_until bound

@@ -1,4 +1,4 @@
-// Browser test of the support console (SPEC §12), driven by
+// Browser test of the support console, driven by
 // cmd/recordhub TestConsoleInBrowser against the real service. It drives
 // headless Chromium through playwright-core and exits non-zero, naming the
 // step, when anything is wrong: a step's check, a console error, an
