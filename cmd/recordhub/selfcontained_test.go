@@ -33,8 +33,9 @@ func mayCite(line string) bool {
 		strings.Contains(l, ".md") || strings.Contains(l, "shared")
 }
 
-// TestSelfContained fails, naming file:line, where a tracked text file of
-// the repository cites a document that is not in it.
+// TestSelfContained fails, naming file:line, where a text file of the
+// repository (tracked, or new and not ignored) cites a document that is
+// not in it.
 func TestSelfContained(t *testing.T) {
 	t.Parallel()
 	root := moduleRoot(t)
