@@ -2,19 +2,22 @@
 // Temporal activity that the delivery workflow retries, and holds the egress
 // guard that keeps those requests off internal networks.
 //
-// Signatures. Both schemes are HMAC-SHA256 keyed with the
-// endpoint secret's UTF-8 bytes, "whsec_" prefix included:
+// Signatures. An endpoint secret is "whsec_" and the standard base64 of 32
+// random bytes, and each attempt carries two schemes over the exact body:
 //
-//	X-Webhook-Signature: sha256=<hex of HMAC(body)>
-//	Webhook-Signature:   v1,<base64 of HMAC("<id>.<timestamp>.<body>")>
+//	X-Webhook-Signature: sha256=<hex of HMAC(body)>, keyed with the secret
+//	                     string's UTF-8 bytes ("whsec_" included)
+//	Webhook-Signature:   v1,<base64 of HMAC("<id>.<timestamp>.<body>")>, keyed
+//	                     with the decoded bytes after "whsec_", as the
+//	                     Standard Webhooks and Svix libraries key it
 //
-// During a rotation grace Webhook-Signature carries two space-separated
-// entries, current first, so a receiver holding either secret verifies;
-// X-Webhook-Signature keeps a single value, the current secret's digest,
-// because receivers of that GitHub-style header compare it whole. Standard
-// Webhooks libraries must be given the raw secret bytes (Go:
-// NewWebhookRaw([]byte(secret))), not the "whsec_" form they would
-// base64-decode.
+// A secret in an older form (those generated before this format, and
+// secrets chosen by an admin then) keys Webhook-Signature with its UTF-8
+// bytes, as it always did: see models.StandardWebhooksKey. During a
+// rotation's grace period the previous secret signs too:
+// X-Webhook-Signature-Previous carries its hex digest, and
+// Webhook-Signature the two entries "v1,<current> v1,<previous>", so a
+// receiver holding either secret verifies either scheme.
 package activities
 
 import (
@@ -62,13 +65,13 @@ type Store interface {
 }
 
 // DefaultDisableAfter is how long an endpoint's deliveries may all fail
-// before it is disabled (RECORDHUB_ENDPOINT_DISABLE_AFTER).
+// before it is disabled (RECORDHUB_ENDPOINT_DISABLE_AFTER, SPEC §10).
 const DefaultDisableAfter = 120 * time.Hour
 
 // DefaultTimeout is the per-attempt timeout (RECORDHUB_WEBHOOK_TIMEOUT).
 const DefaultTimeout = 30 * time.Second
 
-// The default delivery schedule (the workflow's retry policy), for
+// The delivery schedule of SPEC §6 (the workflow's retry policy), for
 // placing a receiver's Retry-After when Temporal does not say what the
 // policy is.
 const (
@@ -196,7 +199,7 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 		store: store,
 		client: &http.Client{
 			Transport: transport,
-			// A 3xx is a failure, not followed: following it could lead anywhere.
+			// A 3xx is a failure (SPEC §6); following it could lead anywhere.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		transport: transport,
@@ -242,7 +245,7 @@ type AttemptOutput struct {
 // non-retryable errors.
 //
 // Every attempt that may reach the receiver has its row even if the worker
-// dies mid-request: the row is written in flight, with the
+// dies mid-request (SPEC §11): the row is written in flight, with the
 // request as it will be sent, before the request leaves, and updated by its
 // id with the outcome after; the next attempt of the run marks a row left
 // in flight worker_lost. That costs one INSERT and one UPDATE by primary key
@@ -252,7 +255,7 @@ type AttemptOutput struct {
 // return a retryable ErrTypeStore error, and receivers dedupe on
 // X-Webhook-Id.
 //
-// Receivers' hints: a Retry-After on a 429 or 503 sets the
+// Receivers' hints (SPEC §10): a Retry-After on a 429 or 503 sets the
 // error's next-retry delay (see nextDelay), so the next attempt is still
 // the same activity's next attempt; a 410 Gone disables the endpoint and
 // returns a non-retryable ErrTypeReceiverGone error.
@@ -487,7 +490,7 @@ func (s schedule) after(n int) time.Duration {
 
 // nextDelay is the delay before the attempt after attempt n when the
 // receiver asked for hint: the larger of hint and the scheduled delay,
-// capped at the schedule's maximum interval. So a Retry-After
+// capped at the schedule's maximum interval (SPEC §10). So a Retry-After
 // never brings an attempt forward, and never asks for less than the
 // initial delay. Temporal does not cap a next-retry delay itself, hence
 // the cap here. The schedule is the one Temporal runs, from the activity's

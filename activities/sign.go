@@ -8,15 +8,20 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/recordhub/recordhub/models"
 )
 
 // Request headers of an outbound webhook.
 const (
 	HeaderSignature = "X-Webhook-Signature"
-	HeaderEvent     = "X-Webhook-Event"
-	HeaderID        = "X-Webhook-Id"
-	HeaderAttempt   = "X-Webhook-Attempt"
-	HeaderTimestamp = "X-Webhook-Timestamp"
+	// HeaderSignaturePrevious is sent only during a rotation's grace
+	// period: HeaderSignature's digest made with the previous secret.
+	HeaderSignaturePrevious = "X-Webhook-Signature-Previous"
+	HeaderEvent             = "X-Webhook-Event"
+	HeaderID                = "X-Webhook-Id"
+	HeaderAttempt           = "X-Webhook-Attempt"
+	HeaderTimestamp         = "X-Webhook-Timestamp"
 	// Standard Webhooks (standardwebhooks.com).
 	HeaderStdID        = "Webhook-Id"
 	HeaderStdTimestamp = "Webhook-Timestamp"
@@ -36,22 +41,23 @@ type signedMessage struct {
 
 // setHeaders writes the content, identity and signature headers of m into h.
 //
-// Both schemes are keyed with the secret's UTF-8 bytes,
-// "whsec_" prefix included. Standard Webhooks libraries instead strip
-// "whsec_" and base64-decode the rest; our secrets are opaque strings (and
-// may be chosen by the user), so receivers using such a library must hand it
-// the raw secret bytes (in the Go library: NewWebhookRaw([]byte(secret))).
+// X-Webhook-Signature is "sha256=<lowercase hex HMAC-SHA256 of the body>"
+// keyed with the secret string's UTF-8 bytes, "whsec_" included: what
+// `openssl dgst -sha256 -hmac "$SECRET"` computes from the secret as the
+// admin API answers it. It is GitHub's single-digest format, which receivers
+// compare whole, so it carries the current secret's digest alone.
 //
-// During a rotation grace (previous != "") both secrets sign
-// Webhook-Signature: "v1,<current> v1,<previous>", the list format that
-// scheme defines, so a receiver holding either secret verifies. The
-// X-Webhook-Signature header keeps one value, the current secret's digest:
-// it is GitHub's single "sha256=<hex>" format, which receivers (recordhub's
-// own inbound webhooks among them) compare as a whole, and a second,
-// comma-separated digest would break every such receiver for the whole grace
-// period. Receivers that must ride through a rotation without a gap verify
-// Webhook-Signature, or try both secrets against X-Webhook-Signature once
-// they hold the new one.
+// Webhook-Signature is Standard Webhooks' "v1,<base64 HMAC-SHA256 of
+// "<id>.<timestamp>.<body>">", keyed with models.StandardWebhooksKey: the
+// decoded bytes of a "whsec_<base64>" secret, as the receivers' libraries
+// key it, or the UTF-8 bytes of a secret in an older form, as it was always
+// signed.
+//
+// During a rotation's grace period (previous != "") a receiver holding
+// either secret must verify both schemes: X-Webhook-Signature-Previous
+// carries the previous secret's hex digest, and Webhook-Signature the list
+// "v1,<current> v1,<previous>", each keyed by the rule above for its own
+// secret.
 func setHeaders(h http.Header, m signedMessage, current, previous string) {
 	ts := strconv.FormatInt(m.Timestamp, 10)
 	h.Set("Content-Type", "application/json")
@@ -63,14 +69,16 @@ func setHeaders(h http.Header, m signedMessage, current, previous string) {
 	h.Set(HeaderSignature, "sha256="+hexSignature(current, m.Body))
 	h.Set(HeaderStdID, m.EventID)
 	h.Set(HeaderStdTimestamp, ts)
-	sigs := []string{"v1," + standardSignature(current, m.EventID, ts, m.Body)}
+	sigs := []string{"v1," + standardSignature(models.StandardWebhooksKey(current), m.EventID, ts, m.Body)}
 	if previous != "" {
-		sigs = append(sigs, "v1,"+standardSignature(previous, m.EventID, ts, m.Body))
+		h.Set(HeaderSignaturePrevious, "sha256="+hexSignature(previous, m.Body))
+		sigs = append(sigs, "v1,"+standardSignature(models.StandardWebhooksKey(previous), m.EventID, ts, m.Body))
 	}
 	h.Set(HeaderStdSignature, strings.Join(sigs, " "))
 }
 
-// hexSignature is the lowercase hex HMAC-SHA256 of body.
+// hexSignature is the lowercase hex HMAC-SHA256 of body keyed with the
+// secret string's UTF-8 bytes.
 func hexSignature(secret string, body []byte) string {
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
@@ -78,8 +86,8 @@ func hexSignature(secret string, body []byte) string {
 }
 
 // standardSignature is the base64 HMAC-SHA256 of "<id>.<timestamp>.<body>".
-func standardSignature(secret, id, ts string, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(secret))
+func standardSignature(key []byte, id, ts string, body []byte) string {
+	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(id + "." + ts + "."))
 	mac.Write(body)
 	return base64.StdEncoding.EncodeToString(mac.Sum(nil))

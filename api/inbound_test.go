@@ -240,7 +240,12 @@ func TestInboundSignatureSchemes(t *testing.T) {
 		{"sha256", []string{"X-Webhook-Signature", "sha256=" + hexMAC("another-secret-0123456789", body)}, 401},
 		{"sha256", []string{"X-Webhook-Signature", hexMAC(inboundSecret, body)}, 401},
 		{"sha256", []string{"X-Hub-Signature-256", "sha256=" + hexMAC(inboundSecret, body)}, 401},
+		// A recordhub sender in a rotation's grace: its new secret signs
+		// X-Webhook-Signature, the one this webhook holds X-Webhook-Signature-Previous.
+		{"sha256", []string{"X-Webhook-Signature", "sha256=" + hexMAC("the-senders-new-secret-0123", body), "X-Webhook-Signature-Previous", "sha256=" + hexMAC(inboundSecret, body)}, 202},
+		{"sha256", []string{"X-Webhook-Signature-Previous", "sha256=" + hexMAC(inboundSecret, body)}, 401},
 		{"github", []string{"X-Hub-Signature-256", "sha256=" + hexMAC(inboundSecret, body)}, 202},
+		{"github", []string{"X-Hub-Signature-256", "sha256=" + hexMAC("the-senders-new-secret-0123", body), "X-Webhook-Signature-Previous", "sha256=" + hexMAC(inboundSecret, body)}, 401},
 		{"github", []string{"X-Webhook-Signature", "sha256=" + hexMAC(inboundSecret, body)}, 401},
 		{"standard_webhooks", []string{"webhook-id", "msg_1", "webhook-timestamp", ts, "webhook-signature", standard(inboundSecret, "msg_1", ts)}, 202},
 		{"standard_webhooks", []string{"webhook-id", "msg_1", "webhook-timestamp", ts, "webhook-signature", "v1,AAAA " + standard(inboundSecret, "msg_1", ts)}, 202},
@@ -727,6 +732,16 @@ func TestInboundSignedCallsDedupeOnSignedMaterial(t *testing.T) {
 					replay := send("msg_1", `{"order":{"id":"S-1"}}`, unsigned...).want(202)
 					if diff := cmp.Diff(first.json(), replay.json()); diff != "" || replay.header.Get("Idempotent-Replayed") != "true" {
 						t.Errorf("captured call replayed with %v (-first +replay):\n%s; Idempotent-Replayed %q", unsigned, diff, replay.header.Get("Idempotent-Replayed"))
+					}
+				}
+				if sc.scheme == "sha256" {
+					// The same body from a sender in a rotation's grace,
+					// verified by X-Webhook-Signature-Previous: still one message.
+					replay := e.call("POST", h.path, "", `{"order":{"id":"S-1"}}`,
+						"X-Webhook-Signature", "sha256="+hexMAC("the-senders-new-secret-0123", `{"order":{"id":"S-1"}}`),
+						"X-Webhook-Signature-Previous", "sha256="+hexMAC(inboundSecret, `{"order":{"id":"S-1"}}`)).want(202)
+					if diff := cmp.Diff(first.json(), replay.json()); diff != "" || replay.header.Get("Idempotent-Replayed") != "true" {
+						t.Errorf("the call resent through a rotation (-first +replay):\n%s; Idempotent-Replayed %q", diff, replay.header.Get("Idempotent-Replayed"))
 					}
 				}
 				if got := records(); got != 1 {

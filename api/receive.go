@@ -21,7 +21,7 @@ import (
 // senders, signatures and deliveries apart. Others may carry credentials.
 var keptHeaders = []string{
 	"Content-Type", "Content-Length", "User-Agent", "X-Request-Id", "Idempotency-Key",
-	"X-Webhook-Signature", "X-Hub-Signature-256", "X-GitHub-Event", "X-GitHub-Delivery",
+	"X-Webhook-Signature", "X-Webhook-Signature-Previous", "X-Hub-Signature-256", "X-GitHub-Event", "X-GitHub-Delivery",
 	"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature",
 }
 

@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -56,8 +58,9 @@ func TestWebhookEndpointCreate(t *testing.T) {
 		})
 		id := generated["id"].(string)
 		secret, _ := generated["secret"].(string)
-		if !strings.HasPrefix(id, "whe_") || !strings.HasPrefix(secret, "whsec_") || len(secret) < 40 {
-			t.Errorf("id %q, secret %q: want whe_… and a generated whsec_…", id, secret)
+		key, keyErr := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+		if !strings.HasPrefix(id, "whe_") || !strings.HasPrefix(secret, "whsec_") || keyErr != nil || len(key) != 32 {
+			t.Errorf("id %q, secret %q: want whe_… and whsec_ with the standard base64 of 32 bytes (%v)", id, secret, keyErr)
 		}
 		want := map[string]any{
 			"id": id, "url": "https://hooks.example.com/a", "description": "",
@@ -72,7 +75,7 @@ func TestWebhookEndpointCreate(t *testing.T) {
 			t.Errorf("create answer (-want +got):\n%s", diff)
 		}
 
-		given := "my-own-signing-secret-0123"
+		given := "whsec_" + base64.StdEncoding.EncodeToString([]byte("an admin's own 24+ random bytes"))
 		mine := e.createEndpoint(map[string]any{
 			"url": "http://receiver.example.org/hook", "description": "CRM", "events": []string{"status_change"},
 			"module_ids": []string{mod}, "retry_max": 20, "enabled": false, "secret": given,
@@ -189,8 +192,23 @@ func TestWebhookEndpointValidation(t *testing.T) {
 		})
 		t.Run("secret", func(t *testing.T) {
 			e := e.on(t)
-			wantDetails(t, e.call("POST", "/api/admin/webhook-endpoints", e.admin, good(map[string]any{"secret": "short"})), "secret")
-			wantDetails(t, e.call("PATCH", path, e.admin, map[string]any{"secret": "a-new-secret-of-enough-length"}), "secret")
+			key := bytes.Repeat([]byte{0xfb}, 32)
+			for _, bad := range []string{
+				"short",
+				"my-own-signing-secret-0123",
+				"whsec_" + base64.RawURLEncoding.EncodeToString(key), // the form generated before
+				"whsec_" + base64.RawStdEncoding.EncodeToString(key), // unpadded
+				base64.StdEncoding.EncodeToString(key),               // no prefix
+				"whsec_" + base64.StdEncoding.EncodeToString(key[:23]),
+				"whsec_" + base64.StdEncoding.EncodeToString(bytes.Repeat(key, 3)[:65]),
+			} {
+				r := e.call("POST", "/api/admin/webhook-endpoints", e.admin, good(map[string]any{"secret": bad}))
+				wantDetails(t, r, "secret")
+				if !strings.Contains(string(r.body), "openssl rand -base64 32") {
+					t.Errorf("secret %q refused with %s, want a message saying how to make one", bad, r.body)
+				}
+			}
+			wantDetails(t, e.call("PATCH", path, e.admin, map[string]any{"secret": "whsec_" + base64.StdEncoding.EncodeToString(key)}), "secret")
 		})
 		t.Run("blocked destination", func(t *testing.T) {
 			e := e.on(t)

@@ -124,9 +124,6 @@ type EndpointInput struct {
 // is the egress guard of activities, injected so that models does not dial.
 type URLChecker func(ctx context.Context, rawURL string) error
 
-// NewWebhookSecret returns a new signing secret, "whsec_" and 32 random bytes.
-func NewWebhookSecret() string { return secretPrefix + randomToken(32) }
-
 // validateEndpoint checks an endpoint's settings, and its URL with check
 // when check is not nil.
 func (s *Store) validateEndpoint(ctx context.Context, tenantID string, e *WebhookEndpoint, check URLChecker) ([]FieldError, error) {
@@ -174,8 +171,8 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID string, in Endpoint
 	secret := NewWebhookSecret()
 	if in.Secret != nil {
 		secret = *in.Secret
-		if len(secret) < 16 || len(secret) > 200 {
-			return nil, "", ValidationError([]FieldError{{Field: "secret", Message: "must be 16 to 200 characters"}})
+		if _, ok := decodeWebhookSecret(secret); !ok {
+			return nil, "", ValidationError([]FieldError{{Field: "secret", Message: WebhookSecretRule}})
 		}
 	}
 	errs, err := s.validateEndpoint(ctx, tenantID, e, check)

@@ -12,7 +12,9 @@ type Scheme string
 
 const (
 	// SchemeSHA256: header X-Webhook-Signature: sha256=<hex HMAC-SHA256 of
-	// the raw body>, what recordhub itself sends. The default.
+	// the raw body>, what recordhub itself sends. The default. A call whose
+	// X-Webhook-Signature-Previous (sent by recordhub during a rotation's
+	// grace period, the previous secret's digest) matches is accepted too.
 	SchemeSHA256 Scheme = "sha256"
 	// SchemeGitHub: GitHub's X-Hub-Signature-256: sha256=<hex>, the same
 	// digest under GitHub's header name.

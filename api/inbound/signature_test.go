@@ -13,7 +13,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	"github.com/recordhub/recordhub/api/inbound"
+	"github.com/recordhub/recordhub/models"
 )
 
 const (
@@ -114,6 +117,37 @@ func TestVerifyHex(t *testing.T) {
 	}
 }
 
+// TestVerifyPrevious: the sha256 scheme also accepts the digest in
+// X-Webhook-Signature-Previous, which a recordhub sender adds with its
+// previous secret during a rotation's grace period; github does not.
+func TestVerifyPrevious(t *testing.T) {
+	const newer = "the-senders-new-secret"
+	tests := []struct {
+		name    string
+		scheme  inbound.Scheme
+		headers []string
+		want    string
+	}{
+		{"previous matches", inbound.SchemeSHA256, []string{"X-Webhook-Signature", "sha256=" + hexMAC(newer, body), "X-Webhook-Signature-Previous", "sha256=" + hexMAC(secret, body)}, ""},
+		{"current matches, previous other", inbound.SchemeSHA256, []string{"X-Webhook-Signature", "sha256=" + hexMAC(secret, body), "X-Webhook-Signature-Previous", "sha256=" + hexMAC(newer, body)}, ""},
+		{"current matches, previous malformed", inbound.SchemeSHA256, []string{"X-Webhook-Signature", "sha256=" + hexMAC(secret, body), "X-Webhook-Signature-Previous", "zz"}, ""},
+		{"neither matches", inbound.SchemeSHA256, []string{"X-Webhook-Signature", "sha256=" + hexMAC(newer, body), "X-Webhook-Signature-Previous", "sha256=" + hexMAC("other", body)}, "signature does not match"},
+		{"previous malformed, current other", inbound.SchemeSHA256, []string{"X-Webhook-Signature", "sha256=" + hexMAC(newer, body), "X-Webhook-Signature-Previous", hexMAC(secret, body)}, "signature does not match"},
+		{"previous alone", inbound.SchemeSHA256, []string{"X-Webhook-Signature-Previous", "sha256=" + hexMAC(secret, body)}, "missing X-Webhook-Signature"},
+		{"previous of another body", inbound.SchemeSHA256, []string{"X-Webhook-Signature", "sha256=" + hexMAC(newer, body), "X-Webhook-Signature-Previous", "sha256=" + hexMAC(secret, "{}")}, "signature does not match"},
+		{"github ignores it", inbound.SchemeGitHub, []string{"X-Hub-Signature-256", "sha256=" + hexMAC(newer, body), "X-Webhook-Signature-Previous", "sha256=" + hexMAC(secret, body)}, "signature does not match"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			for i := 0; i+1 < len(tt.headers); i += 2 {
+				h.Set(tt.headers[i], tt.headers[i+1])
+			}
+			checkErr(t, inbound.Verify(tt.scheme, secret, h, []byte(body), now), tt.want)
+		})
+	}
+}
+
 func TestVerifyStandard(t *testing.T) {
 	const id = "msg_2Kd4Vx"
 	key := []byte("0123456789abcdef0123456789abcdef")
@@ -184,32 +218,60 @@ func TestVerifyStandard(t *testing.T) {
 	}
 }
 
-// TestVerifyStandardOutbound checks interop with activities.standardSignature,
-// which keys with the whole secret string, "whsec_" included; its headers are
-// rebuilt here the way activities.setHeaders writes them.
+// TestVerifyStandardOutbound checks interop with recordhub's outbound
+// signer: webhook-signature keyed with models.StandardWebhooksKey, the
+// decoded bytes of a secret in the whsec_<standard base64> form and the
+// UTF-8 bytes of one generated before that form, both in one header as
+// during a rotation's grace. The headers are rebuilt here the way
+// activities.setHeaders writes them.
 func TestVerifyStandardOutbound(t *testing.T) {
 	const (
-		current  = "whsec_cmVjb3JkaHViLWN1cnJlbnQ="
-		previous = "whsec_cmVjb3JkaHViLXByZXZpb3Vz"
+		current  = "whsec_cmVjb3JkaHViIGN1cnJlbnQgc2lnbmluZyBrZXkgMzI=" // 32 bytes, standard base64
+		previous = "whsec_8PHy8_T19vf4-fr7_P3-__Dx8vP09fb3-Pn6-_z9_v8"  // 43 characters of base64url: generated before
 		id       = "01JZ8Q3W9XK2M4N6P8R0T2V4X6"
 	)
-	ts := strconv.FormatInt(now.Unix(), 10)
-	sign := func(secret string) string {
-		mac := hmac.New(sha256.New, []byte(secret))
-		mac.Write([]byte(id + "." + ts + "."))
-		mac.Write([]byte(body))
-		return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	currentKey, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(current, "whsec_"))
+	if err != nil || len(currentKey) != 32 {
+		t.Fatalf("current key: %d bytes, %v", len(currentKey), err)
 	}
+	ts := strconv.FormatInt(now.Unix(), 10)
 	h := http.Header{}
 	h.Set("Webhook-Id", id)
 	h.Set("Webhook-Timestamp", ts)
-	h.Set("Webhook-Signature", strings.Join([]string{"v1," + sign(current), "v1," + sign(previous)}, " "))
+	h.Set("Webhook-Signature", strings.Join([]string{"v1," + stdMAC(currentKey, id, ts, body), "v1," + stdMAC([]byte(previous), id, ts, body)}, " "))
 	for _, s := range []string{current, previous} {
 		if err := inbound.Verify(inbound.SchemeStandard, s, h, []byte(body), now); err != nil {
 			t.Errorf("Verify with %q: %v", s, err)
 		}
 	}
 	checkErr(t, inbound.Verify(inbound.SchemeStandard, "whsec_b3RoZXI=", h, []byte(body), now), "signature does not match")
+}
+
+// TestVerifyStandardLibrary: calls signed by the Go Standard Webhooks
+// library with a whsec_ secret, one of recordhub's and one of another
+// sender's, are accepted with that secret, and refused with another.
+func TestVerifyStandardLibrary(t *testing.T) {
+	const id = "msg_2Kd4Vx"
+	for _, sec := range []string{
+		models.NewWebhookSecret(),
+		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", // 24 bytes, a Svix-style secret
+		"whsec_" + base64.StdEncoding.EncodeToString([]byte("sixteen byte key")),
+	} {
+		wh, err := standardwebhooks.NewWebhook(sec)
+		if err != nil {
+			t.Fatalf("NewWebhook(%q): %v", sec, err)
+		}
+		sig, err := wh.Sign(id, now, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := http.Header{}
+		h.Set("webhook-id", id)
+		h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+		h.Set("webhook-signature", sig)
+		checkErr(t, inbound.Verify(inbound.SchemeStandard, sec, h, []byte(body), now), "")
+		checkErr(t, inbound.Verify(inbound.SchemeStandard, models.NewWebhookSecret(), h, []byte(body), now), "signature does not match")
+	}
 }
 
 func TestVerifyUnknownScheme(t *testing.T) {

@@ -1,6 +1,7 @@
 package inbound
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/recordhub/recordhub/models"
 )
 
 // Bounds on what a Standard Webhooks call may make us read and hash.
@@ -119,17 +122,30 @@ func parseSeconds(ts string) (int64, bool) {
 	return sec, err == nil
 }
 
-// standardKeys returns the HMAC keys a secret may sign with. Standard
-// Webhooks senders (Svix and the reference libraries) hand out
-// "whsec_<base64>" and key with the decoded bytes; recordhub's own outbound
-// signer keys with the UTF-8 bytes of the whole secret string. Either is
-// accepted so that an inbound webhook can be fed by both.
+// standardKeys returns the HMAC keys a secret may sign with, first the one
+// recordhub's own outbound signer uses (models.StandardWebhooksKey), so that
+// an inbound webhook given an endpoint's secret as recordhub answered it
+// verifies that endpoint's deliveries. Then, for other senders, the forms
+// accepted before: the secret's UTF-8 bytes, and what follows "whsec_"
+// decoded as standard base64, padded or not, of any length (Svix and the
+// reference libraries hand out "whsec_<base64>" and key with the decoded
+// bytes).
 func standardKeys(secret string) [][]byte {
-	keys := [][]byte{[]byte(secret)}
+	keys := [][]byte{models.StandardWebhooksKey(secret)}
+	add := func(key []byte) {
+		for _, k := range keys {
+			if bytes.Equal(k, key) {
+				return
+			}
+		}
+		keys = append(keys, key)
+	}
+	add([]byte(secret))
 	if rest, ok := strings.CutPrefix(secret, whsecPrefix); ok {
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding} {
 			if key, err := enc.DecodeString(rest); err == nil && len(key) > 0 {
-				return append(keys, key)
+				add(key)
+				break
 			}
 		}
 	}

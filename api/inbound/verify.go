@@ -13,6 +13,7 @@ import (
 // Header names, canonical as http.Header keeps them.
 const (
 	headerSignature    = "X-Webhook-Signature"
+	headerPrevious     = "X-Webhook-Signature-Previous"
 	headerGitHub       = "X-Hub-Signature-256"
 	headerStdID        = "Webhook-Id"
 	headerStdTimestamp = "Webhook-Timestamp"
@@ -36,9 +37,9 @@ func Verify(scheme Scheme, secret string, h http.Header, body []byte, now time.T
 	}
 	switch scheme {
 	case SchemeSHA256:
-		return verifyHex(headerSignature, secret, h, body)
+		return verifyHex(headerSignature, headerPrevious, secret, h, body)
 	case SchemeGitHub:
-		return verifyHex(headerGitHub, secret, h, body)
+		return verifyHex(headerGitHub, "", secret, h, body)
 	case SchemeStandard:
 		return verifyStandard(secret, h, body, now)
 	default:
@@ -91,18 +92,29 @@ func MessageID(scheme Scheme, h http.Header, body []byte) string {
 }
 
 // verifyHex checks a "sha256=<hex>" header, GitHub's format, which recordhub
-// also sends in X-Webhook-Signature.
-func verifyHex(name, secret string, h http.Header, body []byte) error {
+// also sends in X-Webhook-Signature. When also is not empty, a well-formed
+// digest in that header verifies too: recordhub sends its previous secret's
+// digest in X-Webhook-Signature-Previous during a rotation's grace period,
+// so a receiver still holding the previous secret rides through the
+// sender's rotation. Both headers sign the body alone, so MessageID is the
+// same whichever verified.
+func verifyHex(name, also, secret string, h http.Header, body []byte) error {
 	sent, err := parseHex(name, h)
 	if err != nil {
 		return err
 	}
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
-	if !hmac.Equal(sent, mac.Sum(nil)) {
-		return fail("signature does not match")
+	sum := mac.Sum(nil)
+	if hmac.Equal(sent, sum) {
+		return nil
 	}
-	return nil
+	if also != "" && h.Get(also) != "" {
+		if other, err := parseHex(also, h); err == nil && hmac.Equal(other, sum) {
+			return nil
+		}
+	}
+	return fail("signature does not match")
 }
 
 // parseHex reads the digest of a "sha256=<hex>" header.
