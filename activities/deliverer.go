@@ -65,13 +65,13 @@ type Store interface {
 }
 
 // DefaultDisableAfter is how long an endpoint's deliveries may all fail
-// before it is disabled (RECORDHUB_ENDPOINT_DISABLE_AFTER, SPEC §10).
+// before it is disabled (RECORDHUB_ENDPOINT_DISABLE_AFTER).
 const DefaultDisableAfter = 120 * time.Hour
 
 // DefaultTimeout is the per-attempt timeout (RECORDHUB_WEBHOOK_TIMEOUT).
 const DefaultTimeout = 30 * time.Second
 
-// The delivery schedule of SPEC §6 (the workflow's retry policy), for
+// The default delivery schedule (the workflow's retry policy), for
 // placing a receiver's Retry-After when Temporal does not say what the
 // policy is.
 const (
@@ -199,7 +199,7 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 		store: store,
 		client: &http.Client{
 			Transport: transport,
-			// A 3xx is a failure (SPEC §6); following it could lead anywhere.
+			// A 3xx is a failure, not followed: following it could lead anywhere.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		transport: transport,
@@ -245,7 +245,7 @@ type AttemptOutput struct {
 // non-retryable errors.
 //
 // Every attempt that may reach the receiver has its row even if the worker
-// dies mid-request (SPEC §11): the row is written in flight, with the
+// dies mid-request: the row is written in flight, with the
 // request as it will be sent, before the request leaves, and updated by its
 // id with the outcome after; the next attempt of the run marks a row left
 // in flight worker_lost. That costs one INSERT and one UPDATE by primary key
@@ -255,7 +255,7 @@ type AttemptOutput struct {
 // return a retryable ErrTypeStore error, and receivers dedupe on
 // X-Webhook-Id.
 //
-// Receivers' hints (SPEC §10): a Retry-After on a 429 or 503 sets the
+// Receivers' hints: a Retry-After on a 429 or 503 sets the
 // error's next-retry delay (see nextDelay), so the next attempt is still
 // the same activity's next attempt; a 410 Gone disables the endpoint and
 // returns a non-retryable ErrTypeReceiverGone error.
@@ -490,7 +490,7 @@ func (s schedule) after(n int) time.Duration {
 
 // nextDelay is the delay before the attempt after attempt n when the
 // receiver asked for hint: the larger of hint and the scheduled delay,
-// capped at the schedule's maximum interval (SPEC §10). So a Retry-After
+// capped at the schedule's maximum interval. So a Retry-After
 // never brings an attempt forward, and never asks for less than the
 // initial delay. Temporal does not cap a next-retry delay itself, hence
 // the cap here. The schedule is the one Temporal runs, from the activity's
