@@ -313,3 +313,15 @@ func TestRunListener(t *testing.T) {
 		t.Error("still answering after it stopped")
 	}
 }
+
+// TestWebhooksUsageNamesListen: `webhooks` with no or an unknown command
+// shows listen beside recover.
+func TestWebhooksUsageNamesListen(t *testing.T) {
+	for _, args := range [][]string{nil, {"purge"}} {
+		var stderr syncBuffer
+		err := webhooksCommand(t.Context(), args, func(string) (string, bool) { return "", false }, io.Discard, &stderr)
+		if err == nil || !strings.Contains(stderr.String(), listenUsage) {
+			t.Errorf("webhooks %v: %v, stderr %q; want an error and listen's usage", args, err, stderr.String())
+		}
+	}
+}
