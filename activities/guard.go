@@ -78,7 +78,8 @@ func (g *Guard) CheckURL(ctx context.Context, rawURL string) error {
 		// The resolver returns A records as IPv4-mapped IPv6 addresses; the
 		// dialer connects to them as IPv4, so they are judged as IPv4 here.
 		if err := eg.checkAddr(a.Unmap()); err != nil {
-			return models.Errorf(models.KindInvalidURL, "host %q resolves to %s", dest.host, err.(*blockedError).describe())
+			b := err.(*blockedError)
+			return models.Errorf(models.KindInvalidURL, "host %q resolves to %s%s", dest.host, b.describe(), allowHint(b.addr))
 		}
 	}
 	return nil
@@ -87,9 +88,21 @@ func (g *Guard) CheckURL(ctx context.Context, rawURL string) error {
 func invalidURL(err error) error {
 	var b *blockedError
 	if errors.As(err, &b) {
-		return models.Errorf(models.KindInvalidURL, "the URL's host is %s", b.describe())
+		return models.Errorf(models.KindInvalidURL, "the URL's host is %s%s", b.describe(), allowHint(b.addr))
 	}
 	return models.Errorf(models.KindInvalidURL, "%s", err.Error())
+}
+
+// allowHint names the setting that exempts a refused address, for the kinds
+// a genuine receiver lives on: loopback (a developer's own machine), private
+// and CGNAT networks (on premise). Nothing is suggested for the metadata
+// address, multicast and the like, nor for an IPv4-mapped form, which the
+// allow list does not exempt.
+func allowHint(a netip.Addr) string {
+	if !a.IsValid() || a.Is4In6() || !(a.IsLoopback() || a.IsPrivate() || cgnat.Contains(a)) {
+		return ""
+	}
+	return fmt.Sprintf("; receivers on private or loopback networks must be allowed by the server's operator with RECORDHUB_WEBHOOK_ALLOW_CIDRS (e.g. %s)", netip.PrefixFrom(a, a.BitLen()))
 }
 
 // egress applies the block list; built once per Deliverer, and per CheckURL.

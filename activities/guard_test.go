@@ -185,6 +185,49 @@ func TestAllowListExemptsOnlyWhatItNames(t *testing.T) {
 	}
 }
 
+// TestInvalidURLNamesTheAllowList: a refusal of an address a genuine
+// receiver may live on (a developer's loopback, an on-premise network) says
+// which setting exempts it, with the address as the example; a refusal of
+// an address nobody should exempt suggests nothing.
+func TestInvalidURLNamesTheAllowList(t *testing.T) {
+	dns := newFakeDNS(t, testZone)
+	g := &Guard{Resolver: dns.resolver()}
+	const knob = "RECORDHUB_WEBHOOK_ALLOW_CIDRS"
+	tests := []struct {
+		url  string
+		want string // "" when no hint may appear
+	}{
+		{"http://127.0.0.1:8099/webhooks", "a loopback address; receivers on private or loopback networks must be allowed by the server's operator with RECORDHUB_WEBHOOK_ALLOW_CIDRS (e.g. 127.0.0.1/32)"},
+		{"http://localhost:8099/", knob + " (e.g. 127.0.0.1/32)"},
+		{"http://[::1]/", knob + " (e.g. ::1/128)"},
+		{"http://192.168.1.20/", knob + " (e.g. 192.168.1.20/32)"},
+		{"http://private.example.test/", `"private.example.test" resolves to 10.0.0.5, a private address; receivers on private or loopback networks must be allowed by the server's operator with ` + knob + " (e.g. 10.0.0.5/32)"},
+		{"http://100.64.0.1/", knob + " (e.g. 100.64.0.1/32)"},
+		{"http://169.254.169.254/", ""},
+		{"http://metadata.example.test/", ""},
+		{"http://224.0.0.1/", ""},
+		{"http://[::ffff:127.0.0.1]/", ""},
+		{"http://nxdomain.example.test/", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.url, func(t *testing.T) {
+			var me *models.Error
+			if err := g.CheckURL(t.Context(), tc.url); !errors.As(err, &me) {
+				t.Fatalf("CheckURL(%q) = %v, want a *models.Error", tc.url, err)
+			}
+			if tc.want == "" {
+				if strings.Contains(me.Message, knob) {
+					t.Errorf("message %q suggests %s for an address nobody should exempt", me.Message, knob)
+				}
+				return
+			}
+			if !strings.Contains(me.Message, tc.want) {
+				t.Errorf("message %q does not say %q", me.Message, tc.want)
+			}
+		})
+	}
+}
+
 // TestCheckURLDefaultResolver covers the package-level function with
 // literals only: nothing is resolved or sent.
 func TestCheckURLDefaultResolver(t *testing.T) {

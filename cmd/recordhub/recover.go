@@ -59,14 +59,21 @@ type recoverOptions struct {
 }
 
 // webhooksCommand runs `recordhub webhooks …`; it needs no server
-// configuration, only the API's address and an admin key.
+// configuration: recover needs only the API's address and an admin key,
+// listen nothing at all.
 func webhooksCommand(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, webhooksUsage)
+		fmt.Fprintln(stderr, listenUsage)
 		return errors.New("no webhooks command given")
 	}
-	if args[0] != "recover" {
+	switch args[0] {
+	case "recover":
+	case "listen":
+		return listenCommand(ctx, args[1:], lookupEnv, stdout, stderr)
+	default:
 		fmt.Fprintln(stderr, webhooksUsage)
+		fmt.Fprintln(stderr, listenUsage)
 		return fmt.Errorf("unknown webhooks command %q", args[0])
 	}
 	opts, err := parseRecoverArgs(args[1:], lookupEnv, time.Now(), stderr)
