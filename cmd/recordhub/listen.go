@@ -36,9 +36,6 @@ const (
 	// listenPath is the path the banner suggests subscribing; any path is
 	// accepted.
 	listenPath = "/webhooks"
-	// headerPreviousSignature carries, during a secret rotation, the
-	// X-Webhook-Signature digest made with the previous secret.
-	headerPreviousSignature = "X-Webhook-Signature-Previous"
 	// maxListenBody bounds what one request may make the receiver hold.
 	maxListenBody = 10 << 20
 )
@@ -214,8 +211,8 @@ func verifyHexSignature(secret string, body []byte, h http.Header) string {
 		return "FAILED (no X-Webhook-Signature header)"
 	case matches(activities.HeaderSignature):
 		return "ok"
-	case matches(headerPreviousSignature):
-		return "ok (" + headerPreviousSignature + " matches: the endpoint's secret is being rotated and this is the previous one)"
+	case matches(activities.HeaderSignaturePrevious):
+		return "ok (" + activities.HeaderSignaturePrevious + " matches: the endpoint's secret is being rotated and this is the previous one)"
 	}
 	return "FAILED (no digest matches the secret)"
 }
