@@ -84,8 +84,9 @@ func TestHelp(t *testing.T) {
 		{[]string{"tenant", "create-key", "default", "--admin", "--help"}, "usage: recordhub tenant create-key TENANT"},
 		{[]string{"tenant", "set-ai-key", "--help"}, "usage: recordhub tenant set-ai-key TENANT"},
 		{[]string{"tenant", "set-ai-key", "default", "-h"}, "usage: recordhub tenant set-ai-key TENANT"},
-		{[]string{"webhooks", "--help"}, "usage: recordhub webhooks recover"},
-		{[]string{"webhooks", "-h"}, "usage: recordhub webhooks recover"},
+		{[]string{"webhooks", "--help"}, "usage: recordhub webhooks COMMAND"},
+		{[]string{"webhooks", "-h"}, "usage: recordhub webhooks COMMAND"},
+		{[]string{"webhooks", "help"}, "usage: recordhub webhooks COMMAND"},
 		{[]string{"webhooks", "recover", "--help"}, "usage: recordhub webhooks recover"},
 		{[]string{"webhooks", "recover", "whe_1", "--since", "2h", "-h"}, "usage: recordhub webhooks recover"},
 		{[]string{"healthcheck", "--help"}, "usage: recordhub healthcheck URL"},
@@ -114,25 +115,37 @@ func TestHelp(t *testing.T) {
 }
 
 // TestUsageListsEveryCommand: recordhub --help names every command with
-// its arguments.
+// its arguments, and the help of a group every command of the group.
 func TestUsageListsEveryCommand(t *testing.T) {
-	var stdout bytes.Buffer
-	if err := runCommand(context.Background(), []string{"--help"}, func(string) (string, bool) { return "", false }, nil, &stdout, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"recordhub serve [--role all|api|worker]",
-		"recordhub migrate",
-		"recordhub tenant create NAME [--json]",
-		"recordhub tenant list [--json]",
-		"recordhub tenant create-key TENANT [--admin] [--name N] [--json]",
-		"recordhub tenant set-ai-key TENANT",
-		"recordhub webhooks recover ENDPOINT_ID --since",
-		"recordhub webhooks listen [--port N] [--secret S] [--status CODE]",
-		"recordhub healthcheck URL",
+	var (
+		tenants = []string{
+			"recordhub tenant create NAME [--json]",
+			"recordhub tenant list [--json]",
+			"recordhub tenant create-key TENANT [--admin] [--name N] [--json]",
+			"recordhub tenant set-ai-key TENANT",
+		}
+		webhooks = []string{
+			"recordhub webhooks recover ENDPOINT_ID --since",
+			"recordhub webhooks listen [--port N] [--secret S] [--status CODE]",
+		}
+		all = append(append([]string{"recordhub serve [--role all|api|worker]", "recordhub migrate", "recordhub healthcheck URL"}, tenants...), webhooks...)
+	)
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, all},
+		{[]string{"tenant", "--help"}, tenants},
+		{[]string{"webhooks", "--help"}, webhooks},
 	} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("recordhub --help lacks %q:\n%s", want, stdout.String())
+		var stdout bytes.Buffer
+		if err := runCommand(context.Background(), c.args, func(string) (string, bool) { return "", false }, nil, &stdout, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range c.want {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("recordhub %v lacks %q:\n%s", c.args, want, stdout.String())
+			}
 		}
 	}
 }

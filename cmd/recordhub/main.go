@@ -160,6 +160,20 @@ func usageError(stderr io.Writer, fs *flag.FlagSet, usage string, err error) err
 	return err
 }
 
+// webhooksHelp answers `recordhub webhooks --help`; each subcommand
+// answers its own with its flags.
+const webhooksHelp = `usage: recordhub webhooks COMMAND [ARGUMENTS]
+
+commands:
+  recordhub webhooks recover ENDPOINT_ID --since 2h|RFC3339 [--until …] [--api URL] [--detach] [--json]
+                                      replay an endpoint's failed deliveries of a time window through
+                                      the API and show the progress (admin key in RECORDHUB_ADMIN_KEY)
+  recordhub webhooks listen [--port N] [--secret S] [--status CODE]
+                                      run a local receiver on 127.0.0.1 that prints and verifies deliveries
+
+Each answers -h or --help with its usage and flags. Neither needs the server's configuration.
+`
+
 const serveUsage = `usage: recordhub serve [--role all|api|worker]
 
 Runs the HTTP API, the webhook worker with its outbox dispatcher, or both (all, the default).

@@ -61,13 +61,13 @@ type recoverOptions struct {
 // webhooksCommand runs `recordhub webhooks …`; it needs no server
 // configuration, only the API's address and an admin key.
 func webhooksCommand(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "help" || isHelpArg(args[0])) {
+		fmt.Fprint(stdout, webhooksHelp)
+		return errHelpShown
+	}
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, webhooksUsage)
 		return errors.New("no webhooks command given")
-	}
-	if args[0] == "help" || isHelpArg(args[0]) {
-		fmt.Fprintln(stdout, webhooksUsage)
-		return errHelpShown
 	}
 	if args[0] != "recover" {
 		fmt.Fprintln(stderr, webhooksUsage)
