@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -19,6 +20,18 @@ type Tenant struct {
 // when adminSecret is empty a new key secret is generated. The secret is
 // returned once and never stored.
 func (s *Store) CreateTenant(ctx context.Context, name, adminSecret string, rateLimit int) (*Tenant, *APIKey, string, error) {
+	return s.createTenant(ctx, name, adminSecret, rateLimit, false)
+}
+
+// CreateUniqueTenant is CreateTenant refusing a name that a tenant already
+// has (KindConflict, naming that tenant's id): the command line takes a
+// tenant's name where it takes its id, so a second tenant of the same name
+// would make the name useless there.
+func (s *Store) CreateUniqueTenant(ctx context.Context, name string, rateLimit int) (*Tenant, *APIKey, string, error) {
+	return s.createTenant(ctx, name, "", rateLimit, true)
+}
+
+func (s *Store) createTenant(ctx context.Context, name, adminSecret string, rateLimit int, unique bool) (*Tenant, *APIKey, string, error) {
 	if name == "" {
 		return nil, nil, "", Errorf(KindInvalid, "tenant name must not be empty")
 	}
@@ -28,10 +41,90 @@ func (s *Store) CreateTenant(ctx context.Context, name, adminSecret string, rate
 	now := s.now()
 	t := &Tenant{ID: NewID(PrefixTenant), Name: name, CreatedAt: now}
 	k := newAdminKey(t.ID, adminSecret, rateLimit, now)
-	if err := s.write(ctx, func(tx *gormDB) error { return insertTenant(tx, t, k) }); err != nil {
+	err := s.write(ctx, func(tx *gormDB) error {
+		if unique {
+			if err := lockTenants(tx, s.dialect); err != nil {
+				return err
+			}
+			same, err := tenantsNamed(tx, name)
+			if err != nil {
+				return err
+			}
+			if len(same) > 0 {
+				return Errorf(KindConflict, "a tenant named %q exists already (%s)", name, tenantIDs(same))
+			}
+		}
+		return insertTenant(tx, t, k)
+	})
+	if err != nil {
 		return nil, nil, "", err
 	}
 	return t, k, adminSecret, nil
+}
+
+// ListTenants returns every tenant, oldest first, without its AI key.
+func (s *Store) ListTenants(ctx context.Context) ([]Tenant, error) {
+	var ts []Tenant
+	if err := s.r.WithContext(ctx).Select("id", "name", "created_at").Order("created_at, id").Find(&ts).Error; err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	return ts, nil
+}
+
+// FindTenant returns the tenant whose id, else whose name, is ref: people
+// remember names, scripts hold ids. A name that several tenants share is
+// refused (KindConflict, listing their ids); no match is KindNotFound.
+func (s *Store) FindTenant(ctx context.Context, ref string) (*Tenant, error) {
+	t, err := s.GetTenant(ctx, ref)
+	if err == nil || ErrorKind(err) != KindNotFound {
+		return t, err
+	}
+	same, err := tenantsNamed(s.r.WithContext(ctx), ref)
+	if err != nil {
+		return nil, err
+	}
+	switch len(same) {
+	case 0:
+		return nil, Errorf(KindNotFound, "no tenant has the id or name %q", ref)
+	case 1:
+		return &same[0], nil
+	}
+	return nil, Errorf(KindConflict, "%d tenants are named %q (%s): give one's id", len(same), ref, tenantIDs(same))
+}
+
+// tenantsNamed returns the tenants called name, oldest first, without
+// their AI keys.
+func tenantsNamed(db *gormDB, name string) ([]Tenant, error) {
+	var ts []Tenant
+	if err := db.Select("id", "name", "created_at").Where("name = ?", name).Order("created_at, id").Find(&ts).Error; err != nil {
+		return nil, fmt.Errorf("load tenants named %q: %w", name, err)
+	}
+	return ts, nil
+}
+
+func tenantIDs(ts []Tenant) string {
+	ids := make([]string, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	return strings.Join(ids, ", ")
+}
+
+// tenantsLock is the PostgreSQL advisory lock taken by the transactions
+// that create tenants.
+const tenantsLock = 7401
+
+// lockTenants serialises the transactions that decide whether to create a
+// tenant, across processes sharing a PostgreSQL database. SQLite needs
+// nothing: it has one writer at a time.
+func lockTenants(tx *gormDB, d Dialect) error {
+	if d != Postgres {
+		return nil
+	}
+	if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", tenantsLock).Error; err != nil {
+		return fmt.Errorf("lock: %w", err)
+	}
+	return nil
 }
 
 // GetTenant returns a tenant; ErrNotFound when there is none with that id.
@@ -80,10 +173,8 @@ func (s *Store) BootstrapTenant(ctx context.Context, name, adminSecret string, r
 		adminSecret = NewAPIKeySecret()
 	}
 	err = s.write(ctx, func(tx *gormDB) error {
-		if s.dialect == Postgres {
-			if err := tx.Exec("SELECT pg_advisory_xact_lock(7401)").Error; err != nil {
-				return fmt.Errorf("lock: %w", err)
-			}
+		if err := lockTenants(tx, s.dialect); err != nil {
+			return err
 		}
 		var n int64
 		if err := tx.Model(&Tenant{}).Count(&n).Error; err != nil {

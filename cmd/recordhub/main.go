@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,19 +15,37 @@ import (
 	"time"
 )
 
-const usage = `usage:
+const usage = `usage: recordhub COMMAND [ARGUMENTS]
+
+commands:
   recordhub serve [--role all|api|worker]
                                       run the API, the webhook worker, or both (all, the default)
   recordhub migrate                   apply database migrations and exit
   recordhub tenant create NAME [--json]
-                                      create a tenant and print its first admin key
-  recordhub tenant set-ai-key TENANT_ID
-                                      read the tenant's AI provider key from stdin and store it encrypted
+                                      create a tenant and print its id and first admin key
+  recordhub tenant list [--json]      list the tenants: id, name, creation time
+  recordhub tenant create-key TENANT [--admin] [--name N] [--json]
+                                      mint a key for a tenant and print it once (--admin: the way
+                                      back in when a tenant's admin keys are lost)
+  recordhub tenant set-ai-key TENANT  read the tenant's AI provider key from stdin and store it encrypted
   recordhub webhooks recover ENDPOINT_ID --since 2h|RFC3339 [--until …] [--api URL] [--detach] [--json]
                                       replay an endpoint's failed deliveries of a time window through
                                       the API and show the progress (admin key in RECORDHUB_ADMIN_KEY)
+  recordhub webhooks listen [--port N] [--secret S] [--status CODE]
+                                      run a local receiver on 127.0.0.1 that prints and verifies deliveries
   recordhub healthcheck URL           exit 0 when URL answers 200 (for container health checks)
+
+Every command answers -h or --help with its usage, and does nothing else.
+TENANT is a tenant's id, or its name when no other tenant has that name.
+The tenant commands use the database of "recordhub serve" and never create one: run them
+where it runs, or with its RECORDHUB_DATA_DIR (or DATABASE_URL). The configuration is read
+from environment variables; the README lists them.
 `
+
+// errHelpShown reports that a command printed its usage because it was
+// asked to: the command line succeeded and must do nothing more. It lets a
+// parser deep in a command stop it without each caller checking for help.
+var errHelpShown = errors.New("help shown")
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -39,55 +58,196 @@ func main() {
 }
 
 // runCommand dispatches a command line; it is main without the process.
+// Help, asked for anywhere, is answered before any configuration is read.
 func runCommand(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("no command given")
+	err := dispatch(ctx, args, lookupEnv, stdin, stdout, stderr)
+	if errors.Is(err, errHelpShown) {
+		return nil
 	}
-	if args[0] == "healthcheck" {
-		return healthcheck(ctx, args[1:])
-	}
-	if args[0] == "webhooks" {
-		// A client of the API: it needs no server configuration.
-		return webhooksCommand(ctx, args[1:], lookupEnv, stdout, stderr)
-	}
-	cfg, err := configFromEnv(lookupEnv)
-	if err != nil {
-		return err
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || isHelpArg(args[0]) {
+		fmt.Fprint(stdout, usage)
+		return errHelpShown
 	}
 	switch args[0] {
+	case "help":
+		if len(args) == 1 {
+			fmt.Fprint(stdout, usage)
+			return errHelpShown
+		}
+		// recordhub help tenant create = recordhub tenant create --help
+		return dispatch(ctx, append(args[1:len(args):len(args)], "--help"), lookupEnv, stdin, stdout, stderr)
 	case "serve":
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		fs.StringVar(&cfg.Role, "role", cfg.Role, "all, api or worker")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		if err := cfg.validateRole(); err != nil {
-			return err
-		}
-		return run(ctx, cfg, Env{Stdout: stdout, Stderr: stderr})
+		return serveCommand(ctx, args[1:], lookupEnv, stdout, stderr)
 	case "migrate":
-		return migrateCommand(ctx, cfg, stdout)
+		return migrateCommand(ctx, args[1:], lookupEnv, stdout, stderr)
 	case "tenant":
-		return tenantCommand(ctx, cfg, args[1:], stdin, stdout)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
+		return tenantCommand(ctx, args[1:], lookupEnv, stdin, stdout, stderr)
+	case "webhooks":
+		// A client of the API: it needs no server configuration.
+		return webhooksCommand(ctx, args[1:], lookupEnv, stdout, stderr)
+	case "healthcheck":
+		return healthcheckCommand(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
+// isHelpArg reports whether a command-line argument asks for help.
+func isHelpArg(a string) bool {
+	return a == "-h" || a == "-help" || a == "--help"
+}
+
+// parseArgs parses a command's flags and returns its other arguments,
+// which may come before, between or after the flags (the flag package
+// alone stops at the first of them). A help flag anywhere before "--"
+// prints usage and the flags to stdout and returns errHelpShown, whatever
+// else the line holds. A bad flag prints them to stderr.
+func parseArgs(fs *flag.FlagSet, usage string, args []string, stdout, stderr io.Writer) ([]string, error) {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if isHelpArg(a) {
+			printUsage(stdout, fs, usage)
+			return nil, errHelpShown
+		}
+	}
+	// The flag package would print the error and the usage itself; main
+	// prints the error, so only the usage is written here.
+	fs.SetOutput(io.Discard)
+	var positional []string
+	for {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) { // --h
+			printUsage(stdout, fs, usage)
+			return nil, errHelpShown
+		} else if err != nil {
+			printUsage(stderr, fs, usage)
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// printUsage writes a command's usage and, when it has any, its flags.
+func printUsage(w io.Writer, fs *flag.FlagSet, usage string) {
+	fmt.Fprintln(w, usage)
+	hasFlags := false
+	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if hasFlags {
+		fmt.Fprintln(w, "\nflags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+}
+
+// usageError prints a command's usage to stderr and returns err: for a
+// command line whose flags parsed but whose arguments are wrong.
+func usageError(stderr io.Writer, fs *flag.FlagSet, usage string, err error) error {
+	printUsage(stderr, fs, usage)
+	return err
+}
+
+// webhooksHelp answers `recordhub webhooks --help`; each subcommand
+// answers its own with its flags.
+const webhooksHelp = `usage: recordhub webhooks COMMAND [ARGUMENTS]
+
+commands:
+  recordhub webhooks recover ENDPOINT_ID --since 2h|RFC3339 [--until …] [--api URL] [--detach] [--json]
+                                      replay an endpoint's failed deliveries of a time window through
+                                      the API and show the progress (admin key in RECORDHUB_ADMIN_KEY)
+  recordhub webhooks listen [--port N] [--secret S] [--status CODE]
+                                      run a local receiver on 127.0.0.1 that prints and verifies deliveries
+
+Each answers -h or --help with its usage and flags. Neither needs the server's configuration.
+`
+
+const serveUsage = `usage: recordhub serve [--role all|api|worker]
+
+Runs the HTTP API, the webhook worker with its outbox dispatcher, or both (all, the default).
+With TEMPORAL_ADDRESS empty it also runs an embedded Temporal server and its Web UI. It applies
+the database migrations first unless RECORDHUB_AUTO_MIGRATE=false. When no tenant exists it
+creates tenant "default" and, unless RECORDHUB_BOOTSTRAP_ADMIN_KEY is set, prints its admin key
+once the service is up. The configuration is read from environment variables (see the README).`
+
+func serveCommand(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	role := fs.String("role", RoleAll, "all, api or worker")
+	rest, err := parseArgs(fs, serveUsage, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageError(stderr, fs, serveUsage, fmt.Errorf("serve takes no arguments, got %q", rest))
+	}
+	cfg, err := configFromEnv(lookupEnv)
+	if err != nil {
+		return err
+	}
+	cfg.Role = *role
+	if err := cfg.validateRole(); err != nil {
+		return err
+	}
+	return run(ctx, cfg, Env{Stdout: stdout, Stderr: stderr})
+}
+
+const migrateUsage = `usage: recordhub migrate
+
+Applies the SQL migrations to the database and exits: DATABASE_URL, else the SQLite file
+$RECORDHUB_DATA_DIR/recordhub.db, which it creates when missing (with the data directory and,
+unless RECORDHUB_SECRET_KEY is set, its secret key).`
+
+func migrateCommand(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	rest, err := parseArgs(fs, migrateUsage, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageError(stderr, fs, migrateUsage, fmt.Errorf("migrate takes no arguments, got %q", rest))
+	}
+	cfg, err := configFromEnv(lookupEnv)
+	if err != nil {
+		return err
+	}
+	return migrate(ctx, cfg, stdout)
+}
+
+const healthcheckUsage = `usage: recordhub healthcheck URL
+
+Exits 0 when URL answers 200 within 5 seconds, else 1: the health check of container images,
+which have no curl.`
+
+func healthcheckCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
+	rest, err := parseArgs(fs, healthcheckUsage, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return usageError(stderr, fs, healthcheckUsage, errors.New("healthcheck takes one URL"))
+	}
+	return healthcheck(ctx, rest[0])
+}
+
 // healthcheck GETs a URL and fails unless it answers 200: distroless images
 // have no curl.
-func healthcheck(ctx context.Context, args []string) error {
-	if len(args) != 1 {
-		return fmt.Errorf("usage: recordhub healthcheck URL")
-	}
+func healthcheck(ctx context.Context, url string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fmt.Errorf("healthcheck: %w", err)
 	}
@@ -97,7 +257,7 @@ func healthcheck(ctx context.Context, args []string) error {
 	}
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("healthcheck: %s answered %d", args[0], res.StatusCode)
+		return fmt.Errorf("healthcheck: %s answered %d", url, res.StatusCode)
 	}
 	return nil
 }

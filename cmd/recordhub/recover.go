@@ -62,6 +62,10 @@ type recoverOptions struct {
 // configuration: recover needs only the API's address and an admin key,
 // listen nothing at all.
 func webhooksCommand(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "help" || isHelpArg(args[0])) {
+		fmt.Fprint(stdout, webhooksHelp)
+		return errHelpShown
+	}
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, webhooksUsage)
 		fmt.Fprintln(stderr, listenUsage)
@@ -76,10 +80,7 @@ func webhooksCommand(ctx context.Context, args []string, lookupEnv func(string) 
 		fmt.Fprintln(stderr, listenUsage)
 		return fmt.Errorf("unknown webhooks command %q", args[0])
 	}
-	opts, err := parseRecoverArgs(args[1:], lookupEnv, time.Now(), stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
+	opts, err := parseRecoverArgs(args[1:], lookupEnv, time.Now(), stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -93,29 +94,20 @@ func webhooksCommand(ctx context.Context, args []string, lookupEnv func(string) 
 
 // parseRecoverArgs parses the flags and the endpoint id, in any order: the
 // flag package alone stops at the first argument that is not a flag.
-func parseRecoverArgs(args []string, lookupEnv func(string) (string, bool), now time.Time, stderr io.Writer) (recoverOptions, error) {
+func parseRecoverArgs(args []string, lookupEnv func(string) (string, bool), now time.Time, stdout, stderr io.Writer) (recoverOptions, error) {
 	var (
 		opts         recoverOptions
 		since, until string
 	)
 	fs := flag.NewFlagSet("webhooks recover", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, webhooksUsage); fs.PrintDefaults() }
 	fs.StringVar(&since, "since", "", "start of the window: a duration ago (2h, 90m) or an RFC 3339 date-time (required)")
 	fs.StringVar(&until, "until", "", "end of the window, in the same forms (default: now)")
 	fs.StringVar(&opts.api, "api", "", "base URL of the API (default: $RECORDHUB_API_URL, else http:// and $RECORDHUB_HTTP_ADDR, else http://127.0.0.1:8080)")
 	fs.BoolVar(&opts.detach, "detach", false, "print the recovery's ids and return without waiting")
 	fs.BoolVar(&opts.asJSON, "json", false, "print the final status object as JSON")
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return opts, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+	positional, err := parseArgs(fs, webhooksUsage, args, stdout, stderr)
+	if err != nil {
+		return opts, err
 	}
 	if len(positional) != 1 || positional[0] == "" {
 		return opts, errors.New(webhooksUsage)

@@ -22,6 +22,7 @@ import (
 	"github.com/recordhub/recordhub/api/accesslog"
 	"github.com/recordhub/recordhub/api/console"
 	"github.com/recordhub/recordhub/api/ratelimit"
+	"github.com/recordhub/recordhub/models"
 )
 
 // Env is what run needs from its process.
@@ -67,17 +68,6 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		return err
 	}
 	defer store.Close()
-
-	created, secret, err := store.BootstrapTenant(ctx, "default", cfg.BootstrapAdminKey, cfg.DefaultRateLimit)
-	if err != nil {
-		return fmt.Errorf("bootstrap: %w", err)
-	}
-	switch {
-	case created && cfg.BootstrapAdminKey != "":
-		log.Info("created tenant default; its admin key is RECORDHUB_BOOTSTRAP_ADMIN_KEY")
-	case created:
-		fmt.Fprintf(env.Stdout, "\nCreated tenant \"default\". Its admin key, shown once:\n\n    %s\n\n", secret)
-	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -155,6 +145,15 @@ func run(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
+	// The first tenant is made last, once nothing of the start can fail: a
+	// start that failed after printing a generated admin key would have
+	// consumed it (the next start finds a tenant and prints none). Nothing
+	// started above needs a tenant: the worker and the dispatcher work on
+	// the events of existing ones.
+	if err := bootstrapTenant(ctx, cfg, store, env.Stdout, log); err != nil {
+		ln.Close()
+		return err
+	}
 	log.Info("recordhub listening", "addr", ln.Addr().String(), "role", cfg.Role, "database", string(store.Dialect()), "redis", cfg.RedisURL != "")
 	if env.Listening != nil {
 		env.Listening(ln.Addr().String())
@@ -182,4 +181,21 @@ func run(ctx context.Context, cfg Config, env Env) error {
 	}
 	log.Info("stopped")
 	return errors.Join(errs...)
+}
+
+// bootstrapTenant creates tenant "default" when no tenant exists: with
+// RECORDHUB_BOOTSTRAP_ADMIN_KEY as its admin key, else with a generated one
+// printed once.
+func bootstrapTenant(ctx context.Context, cfg Config, store *models.Store, stdout io.Writer, log *slog.Logger) error {
+	created, secret, err := store.BootstrapTenant(ctx, "default", cfg.BootstrapAdminKey, cfg.DefaultRateLimit)
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	switch {
+	case created && cfg.BootstrapAdminKey != "":
+		log.Info("created tenant default; its admin key is RECORDHUB_BOOTSTRAP_ADMIN_KEY")
+	case created:
+		fmt.Fprintf(stdout, "\nCreated tenant \"default\". Its admin key, shown once:\n\n    %s\n\n", secret)
+	}
+	return nil
 }

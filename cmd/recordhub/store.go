@@ -14,17 +14,43 @@ import (
 	"github.com/recordhub/recordhub/models"
 )
 
-// openStore opens the configured database: PostgreSQL when DATABASE_URL is
-// set, else the SQLite file in the data directory. It applies migrations
-// when migrate is set.
+// openStore opens the configured database for serve and migrate, creating
+// what a first run lacks: the data directory, the SQLite file and the
+// secret key. It applies migrations when migrate is set.
 func openStore(ctx context.Context, cfg Config, migrate bool) (*models.Store, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	key, err := secretKey(cfg)
+	key, err := secretKey(cfg, true)
 	if err != nil {
 		return nil, err
 	}
+	return openDatabase(ctx, cfg, key, migrate)
+}
+
+// openExistingStore opens the database of "recordhub serve" for the
+// commands that administer it, and creates nothing: run in the wrong
+// directory, a command that made a database and a secret key there would
+// seem to work while the server never saw what it did.
+func openExistingStore(ctx context.Context, cfg Config) (*models.Store, error) {
+	if cfg.DatabaseURL == "" {
+		path := sqlitePath(cfg)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf(`no database at %s: run this where "recordhub serve" runs, or set RECORDHUB_DATA_DIR (or DATABASE_URL) to the server's`, path)
+		} else if err != nil {
+			return nil, fmt.Errorf("database: %w", err)
+		}
+	}
+	key, err := secretKey(cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	return openDatabase(ctx, cfg, key, cfg.AutoMigrate)
+}
+
+// openDatabase opens PostgreSQL when DATABASE_URL is set, else the SQLite
+// file in the data directory, sealing secrets with key.
+func openDatabase(ctx context.Context, cfg Config, key []byte, migrate bool) (*models.Store, error) {
 	box, err := models.NewSecretBox(key)
 	if err != nil {
 		return nil, err
@@ -35,7 +61,7 @@ func openStore(ctx context.Context, cfg Config, migrate bool) (*models.Store, er
 		opts.MaxOpenConns = cfg.DatabaseMaxConns
 		store, err = models.OpenPostgres(ctx, cfg.DatabaseURL, opts)
 	} else {
-		store, err = models.OpenSQLite(ctx, filepath.Join(cfg.DataDir, "recordhub.db"), opts)
+		store, err = models.OpenSQLite(ctx, sqlitePath(cfg), opts)
 	}
 	if err != nil {
 		return nil, err
@@ -49,9 +75,11 @@ func openStore(ctx context.Context, cfg Config, migrate bool) (*models.Store, er
 	return store, nil
 }
 
+func sqlitePath(cfg Config) string { return filepath.Join(cfg.DataDir, "recordhub.db") }
+
 // secretKey returns RECORDHUB_SECRET_KEY, or the key file in the data
-// directory, generating it on first run.
-func secretKey(cfg Config) ([]byte, error) {
+// directory, generating it when create is set and it does not exist.
+func secretKey(cfg Config, create bool) ([]byte, error) {
 	if cfg.SecretKey != "" {
 		return models.ParseSecretKey(cfg.SecretKey)
 	}
@@ -66,6 +94,10 @@ func secretKey(cfg Config) ([]byte, error) {
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read secret key: %w", err)
+	}
+	if !create {
+		// A new key would seal secrets that the server cannot open.
+		return nil, fmt.Errorf(`no secret key at %s: run this where "recordhub serve" runs, or set RECORDHUB_SECRET_KEY (or RECORDHUB_DATA_DIR) to the server's`, path)
 	}
 	k := make([]byte, 32)
 	if _, err := rand.Read(k); err != nil {
@@ -82,7 +114,7 @@ func secretKey(cfg Config) ([]byte, error) {
 	return k, nil
 }
 
-func migrateCommand(ctx context.Context, cfg Config, stdout io.Writer) error {
+func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {
 	store, err := openStore(ctx, cfg, true)
 	if err != nil {
 		return err

@@ -1,0 +1,179 @@
+package models_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
+)
+
+// tenantRow is what the command line shows of a tenant.
+type tenantRow struct {
+	ID, Name string
+	Created  time.Time
+}
+
+func tenantRows(ts []models.Tenant) []tenantRow {
+	rows := make([]tenantRow, len(ts))
+	for i, t := range ts {
+		rows[i] = tenantRow{t.ID, t.Name, t.CreatedAt.UTC().Truncate(time.Millisecond)}
+	}
+	return rows
+}
+
+func TestListTenants(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d models.Dialect) {
+		clock := storetest.NewClock()
+		s := storetest.OpenWithClock(t, d, clock.Now)
+		ctx := context.Background()
+
+		got, err := s.ListTenants(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 0 {
+			t.Fatalf("empty store lists %v", tenantRows(got))
+		}
+		var want []tenantRow
+		for _, name := range []string{"zeta", "acme", "zeta"} {
+			tn, _, _, err := s.CreateTenant(ctx, name, "", 600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, tenantRow{tn.ID, name, clock.Now().UTC().Truncate(time.Millisecond)})
+			clock.Advance(time.Minute)
+		}
+		if err := s.SetTenantAIKey(ctx, want[0].ID, "sk-secret"); err != nil {
+			t.Fatal(err)
+		}
+		got, err = s.ListTenants(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tenantRows(got), want); diff != "" {
+			t.Errorf("tenants, oldest first (-got +want):\n%s", diff)
+		}
+		for _, tn := range got {
+			if tn.AIKey != nil {
+				t.Errorf("tenant %s listed with its sealed AI key", tn.ID)
+			}
+		}
+	})
+}
+
+func TestCreateUniqueTenant(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d models.Dialect) {
+		s := storetest.Open(t, d)
+		ctx := context.Background()
+
+		first, _, secret, err := s.CreateUniqueTenant(ctx, "acme", 600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k, err := s.Authenticate(ctx, secret); err != nil || k.TenantID != first.ID || !k.Admin {
+			t.Fatalf("the first admin key: %+v, %v", k, err)
+		}
+		_, _, _, err = s.CreateUniqueTenant(ctx, "acme", 600)
+		if got := kindOf(err); got != models.KindConflict || !strings.Contains(err.Error(), first.ID) {
+			t.Errorf("a second acme: %v (%s), want a conflict naming %s", err, got, first.ID)
+		}
+		if _, _, _, err := s.CreateUniqueTenant(ctx, "Acme Ltd", 600); err != nil {
+			t.Errorf("another name: %v", err)
+		}
+		if _, _, _, err := s.CreateUniqueTenant(ctx, "", 600); kindOf(err) != models.KindInvalid {
+			t.Errorf("an empty name: %v, want invalid", err)
+		}
+		ts, err := s.ListTenants(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ts) != 2 {
+			t.Errorf("%d tenants, want 2: %v", len(ts), tenantRows(ts))
+		}
+	})
+}
+
+// TestCreateUniqueTenantConcurrently: tenants created at once under one
+// name leave exactly one of that name.
+func TestCreateUniqueTenantConcurrently(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d models.Dialect) {
+		s := storetest.Open(t, d)
+		ctx := context.Background()
+		const n = 8
+		errs := make(chan error, n)
+		start := make(chan struct{})
+		for range n {
+			go func() {
+				<-start
+				_, _, _, err := s.CreateUniqueTenant(ctx, "race", 600)
+				errs <- err
+			}()
+		}
+		close(start)
+		created := 0
+		for range n {
+			switch err := <-errs; kindOf(err) {
+			case "":
+				created++
+			case models.KindConflict:
+			default:
+				t.Errorf("create: %v", err)
+			}
+		}
+		if created != 1 {
+			t.Errorf("%d tenants created under one name, want 1", created)
+		}
+	})
+}
+
+func TestFindTenant(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d models.Dialect) {
+		s := storetest.Open(t, d)
+		ctx := context.Background()
+		create := func(name string) string {
+			t.Helper()
+			tn, _, _, err := s.CreateTenant(ctx, name, "", 600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tn.ID
+		}
+		acme := create("acme")
+		twin1, twin2 := create("twin"), create("twin")
+		// A tenant named like another's id: the id wins.
+		create(acme)
+
+		for _, c := range []struct {
+			ref      string
+			wantID   string
+			wantKind models.Kind
+			wantText []string
+		}{
+			{ref: acme, wantID: acme},
+			{ref: "acme", wantID: acme},
+			{ref: "twin", wantKind: models.KindConflict, wantText: []string{twin1, twin2}},
+			{ref: twin2, wantID: twin2},
+			{ref: "ACME", wantKind: models.KindNotFound, wantText: []string{`"ACME"`}},
+			{ref: "ten_missing", wantKind: models.KindNotFound},
+		} {
+			tn, err := s.FindTenant(ctx, c.ref)
+			if got := kindOf(err); got != c.wantKind {
+				t.Errorf("FindTenant(%q): %v (%q), want kind %q", c.ref, err, got, c.wantKind)
+				continue
+			}
+			for _, w := range c.wantText {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("FindTenant(%q): %q does not name %s", c.ref, err, w)
+				}
+			}
+			if c.wantID != "" && tn.ID != c.wantID {
+				t.Errorf("FindTenant(%q) = %s, want %s", c.ref, tn.ID, c.wantID)
+			}
+		}
+	})
+}
