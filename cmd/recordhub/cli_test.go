@@ -89,6 +89,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"webhooks", "help"}, "usage: recordhub webhooks COMMAND"},
 		{[]string{"webhooks", "recover", "--help"}, "usage: recordhub webhooks recover"},
 		{[]string{"webhooks", "recover", "whe_1", "--since", "2h", "-h"}, "usage: recordhub webhooks recover"},
+		{[]string{"webhooks", "listen", "--help"}, "usage: recordhub webhooks listen"},
+		{[]string{"webhooks", "listen", "--port", "0", "-h"}, "usage: recordhub webhooks listen"},
 		{[]string{"healthcheck", "--help"}, "usage: recordhub healthcheck URL"},
 		{[]string{"healthcheck", "-h"}, "usage: recordhub healthcheck URL"},
 		{[]string{"help", "tenant", "list"}, "usage: recordhub tenant list"},
