@@ -113,7 +113,7 @@ type outageLog struct {
 // cannot be reached, unless a line was written less than a second ago.
 func (s *Server) warnUnavailable(c *gin.Context, err error) {
 	l := &s.outage
-	now := time.Now()
+	now := s.now()
 	l.mu.Lock()
 	if now.Before(l.next) {
 		l.skipped++

@@ -37,21 +37,31 @@ func (l *logLines) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
-// levels returns the messages logged at each level.
-func (l *logLines) levels(t *testing.T) map[string][]string {
+// logLine is one line of the server's log.
+type logLine struct {
+	Level, Msg      string
+	RequestID       string `json:"request_id"`
+	Error           string
+	RefusedUnlogged int `json:"refused_unlogged"`
+}
+
+// lines returns the lines logged at level.
+func (l *logLines) lines(t *testing.T, level string) []logLine {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := map[string][]string{}
+	var out []logLine
 	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
 		if line == "" {
 			continue
 		}
-		var rec struct{ Level, Msg string }
+		var rec logLine
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
 		}
-		out[rec.Level] = append(out[rec.Level], rec.Msg)
+		if rec.Level == level {
+			out = append(out, rec)
+		}
 	}
 	return out
 }
@@ -116,8 +126,9 @@ func TestPostgresDownAnswersUnavailable(t *testing.T) {
 	db := storetest.NewDB(t, models.Postgres)
 	proxy, via := storetest.NewProxy(t, db)
 	var logs logLines
+	clock := storetest.NewClock()
 	e := newEnvOn(t, via.Open(t, models.Options{}), withoutAccessLogs(),
-		withLog(slog.New(slog.NewJSONHandler(&logs, nil))))
+		withLog(slog.New(slog.NewJSONHandler(&logs, nil))), func(d *api.Deps) { d.Now = clock.Now })
 	e.srv.Client().Timeout = 30 * time.Second
 	notes := e.createModule("notes", map[string]any{"name": "title", "type": "string"})
 	kept := e.createRecord(notes, map[string]any{"title": "kept"})
@@ -150,6 +161,22 @@ func TestPostgresDownAnswersUnavailable(t *testing.T) {
 		if diff := cmp.Diff(before, rowCounts(t, direct)); diff != "" {
 			t.Errorf("refused calls left rows behind (-before +after):\n%s", diff)
 		}
+		// One WARN line a second, naming a refused call and its cause,
+		// and then how many calls were refused without a line.
+		clock.Advance(time.Second)
+		wantUnavailable(t, "record GET a second later", e.on(t).call(calls[2].method, calls[2].path, calls[2].key, nil))
+		warns := logs.lines(t, "WARN")
+		if len(warns) != 2 {
+			t.Fatalf("%d WARN lines for %d refused calls in two seconds, want 2: %+v", len(warns), len(calls)+1, warns)
+		}
+		for _, w := range warns {
+			if w.Msg != "database unavailable; call refused with 503" || !strings.HasPrefix(w.RequestID, "req_") || w.Error == "" {
+				t.Errorf("WARN line %+v: want the refusal with its request id and cause", w)
+			}
+		}
+		if got := []int{warns[0].RefusedUnlogged, warns[1].RefusedUnlogged}; !cmp.Equal(got, []int{0, len(calls) - 1}) {
+			t.Errorf("refused_unlogged %v, want [0 %d]", got, len(calls)-1)
+		}
 		proxy.Start()
 		untilCreated(t, e.on(t), notes, map[string]any{"title": "after restart"})
 	})
@@ -158,8 +185,10 @@ func TestPostgresDownAnswersUnavailable(t *testing.T) {
 		// Connections are accepted and never answered: only the connect
 		// timeout ends the wait.
 		proxy.BlackHole()
-		for _, c := range calls[:3] {
-			wantUnavailable(t, c.name, e.on(t).call(c.method, c.path, c.key, c.body))
+		for _, c := range calls {
+			if c.name == "record POST" || c.name == "record GET" { // each waits the timeout out
+				wantUnavailable(t, c.name, e.on(t).call(c.method, c.path, c.key, c.body))
+			}
 		}
 		proxy.Start()
 		untilCreated(t, e.on(t), notes, map[string]any{"title": "after black hole"})
@@ -199,22 +228,9 @@ func TestPostgresDownAnswersUnavailable(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rows after the outages (-want +got):\n%s", diff)
 	}
-	levels := logs.levels(t)
-	if len(levels["ERROR"]) > 0 {
-		t.Errorf("an unreachable database logged ERROR lines: %q", levels["ERROR"])
+	if errs := logs.lines(t, "ERROR"); len(errs) > 0 {
+		t.Errorf("an unreachable database logged ERROR lines: %+v", errs)
 	}
-	if !contains(levels["WARN"], "database unavailable; call refused with 503") {
-		t.Errorf("no WARN line about the refused calls; WARN lines: %q", levels["WARN"])
-	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestSQLiteLockedAnswersUnavailable: SQLite is a file, never down, but
@@ -255,8 +271,10 @@ func TestSQLiteLockedAnswersUnavailable(t *testing.T) {
 		t.Errorf("refused calls left rows behind (-before +after):\n%s", diff)
 	}
 	e.call("POST", "/api/modules/"+notes+"/records", e.admin, map[string]any{"fields": map[string]any{"title": "after"}}).want(201)
-	levels := logs.levels(t)
-	if len(levels["ERROR"]) > 0 {
-		t.Errorf("a locked database logged ERROR lines: %q", levels["ERROR"])
+	if errs := logs.lines(t, "ERROR"); len(errs) > 0 {
+		t.Errorf("a locked database logged ERROR lines: %+v", errs)
+	}
+	if warns := logs.lines(t, "WARN"); len(warns) == 0 || !strings.Contains(warns[0].Error, "database is locked") {
+		t.Errorf("WARN lines %+v: want the refusal with SQLite's cause", warns)
 	}
 }
