@@ -3,6 +3,9 @@ package api
 import (
 	"errors"
 	"net/http"
+	"strconv"
+	"sync"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -49,21 +52,35 @@ type errorBody struct {
 	RetryAfter int                 `json:"retry_after,omitempty"`
 }
 
+// unavailableRetryAfter is the Retry-After, in seconds, of a 503
+// unavailable: long enough for a client not to hammer a database that is
+// restarting, short enough that a blip of a few seconds costs it little.
+const unavailableRetryAfter = 2
+
 // fail writes err as an error response. Errors that are not *models.Error
 // are internal: they are logged with the request id and never shown.
 func (s *Server) fail(c *gin.Context, err error) {
 	e, status := s.public(c, err)
-	if e.Kind == models.KindUnauthorized || e.Kind == models.KindKeyExpired {
+	switch e.Kind {
+	case models.KindUnauthorized, models.KindKeyExpired:
 		c.Header("WWW-Authenticate", `Bearer realm="recordhub"`)
+	case models.KindUnavailable:
+		c.Header("Retry-After", strconv.Itoa(unavailableRetryAfter))
 	}
 	c.AbortWithStatusJSON(status, errorBody{Error: string(e.Kind), Message: e.Message, RequestID: requestID(c), Details: e.Details})
 }
 
 // public returns what callers may see of err, and its status; an internal
-// error is logged and replaced.
+// error is logged and replaced. A database that cannot be reached is not
+// internal: the caller is told to retry, and the operator warned.
 func (s *Server) public(c *gin.Context, err error) (*models.Error, int) {
 	var e *models.Error
-	if !errors.As(err, &e) {
+	switch {
+	case errors.As(err, &e):
+	case models.IsUnavailable(err):
+		s.warnUnavailable(c, err)
+		e = models.ErrUnavailable
+	default:
 		s.log.ErrorContext(c.Request.Context(), "request failed", "request_id", requestID(c), "error", err)
 		e = &models.Error{Kind: models.KindInternal, Message: "an internal error occurred; quote the request id when reporting it"}
 	}
@@ -81,4 +98,32 @@ func failCode(c *gin.Context, status int, code, message string) {
 
 func invalid(format string, args ...any) error {
 	return models.Errorf(models.KindInvalid, format, args...)
+}
+
+// outageLog writes at most one line a second about calls refused because
+// the database cannot be reached: an outage under load refuses thousands
+// of calls, and one line a second with a count of the others tells the
+// operator as much.
+type outageLog struct {
+	mu      sync.Mutex
+	next    time.Time
+	skipped int
+}
+
+// warnUnavailable logs, at WARN, a call refused because the database
+// cannot be reached, unless a line was written less than a second ago.
+func (s *Server) warnUnavailable(c *gin.Context, err error) {
+	l := &s.outage
+	now := s.now()
+	l.mu.Lock()
+	if now.Before(l.next) {
+		l.skipped++
+		l.mu.Unlock()
+		return
+	}
+	skipped := l.skipped
+	l.next, l.skipped = now.Add(time.Second), 0
+	l.mu.Unlock()
+	s.log.WarnContext(c.Request.Context(), "database unavailable; call refused with 503",
+		"request_id", requestID(c), "error", err, "refused_unlogged", skipped)
 }

@@ -237,7 +237,12 @@ func decodePayload(body []byte) (any, error) {
 func (s *Server) rejectInbound(ctx context.Context, c *gin.Context, ev *models.InboundEvent, err error) {
 	e, status := s.public(c, err)
 	ev.SetError(status, string(e.Kind), e.Message, e.Details)
-	s.keepInbound(ctx, c, ev)
+	// A database that cannot be reached cannot keep the call either, and
+	// trying could add a connect timeout to the answer: the sender is
+	// told to retry, and its retry is kept.
+	if e.Kind != models.KindUnavailable {
+		s.keepInbound(ctx, c, ev)
+	}
 	s.fail(c, e)
 }
 

@@ -90,6 +90,7 @@ type Server struct {
 	tracing          *tracing
 	console          http.Handler
 	engine           *gin.Engine
+	outage           outageLog
 }
 
 // New returns a Server with its routes.

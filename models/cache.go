@@ -144,7 +144,7 @@ func (s *Store) WatchChanges(ctx context.Context, log *slog.Logger) {
 }
 
 func (s *Store) listenChanges(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, s.pgURL)
+	conn, err := pgx.ConnectConfig(ctx, s.pgConfig)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}

@@ -28,7 +28,8 @@ const (
 	KindMappingFailed Kind = "mapping_failed"
 	// KindInvalidSignature: an inbound call's signature is missing or wrong.
 	KindInvalidSignature Kind = "invalid_signature"
-	// KindUnavailable: a service the call needs (Temporal) did not answer.
+	// KindUnavailable: a service the call needs (the database, Temporal)
+	// cannot be reached now; the same call may succeed later.
 	KindUnavailable Kind = "unavailable"
 	KindInternal    Kind = "internal"
 )
@@ -71,6 +72,12 @@ var (
 	ErrUnauthorized = &Error{Kind: KindUnauthorized, Message: "a valid API key is required"}
 	ErrKeyExpired   = &Error{Kind: KindKeyExpired, Message: "the API key has expired"}
 )
+
+// ErrUnavailable answers a call whose database cannot be reached (see
+// IsUnavailable). The call was not applied, unless the connection broke
+// while the database was committing it, which no client of a database
+// can tell apart; either way the caller is told to retry.
+var ErrUnavailable = &Error{Kind: KindUnavailable, Message: "the database cannot be reached; retry later"}
 
 // ValidationError returns a validation_failed error carrying details.
 func ValidationError(details []FieldError) *Error {

@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
@@ -46,8 +49,8 @@ type Store struct {
 	// countShards spreads per-module record counters over rows so that
 	// concurrent writers on PostgreSQL do not queue on one row lock.
 	countShards int
-	// pgURL is where the key-change listener connects (PostgreSQL only).
-	pgURL string
+	// pgConfig is how the key-change listener connects (PostgreSQL only).
+	pgConfig *pgx.ConnConfig
 	// stmts holds prepared statements of the hot read paths, by query.
 	stmts sync.Map
 	// eventWake wakes this process's outbox dispatcher.
@@ -66,7 +69,25 @@ type Options struct {
 	Now func() time.Time
 	// MaxOpenConns bounds the PostgreSQL pool, or the SQLite read pool.
 	MaxOpenConns int
+	// BusyTimeout is how long a SQLite statement waits for a lock another
+	// process holds before it fails, and the call is answered unavailable;
+	// DefaultBusyTimeout when zero.
+	BusyTimeout time.Duration
 }
+
+// DefaultBusyTimeout lets another process (a CLI command, a backup) hold
+// the SQLite database's lock for a while without failing the service's
+// calls.
+const DefaultBusyTimeout = 10 * time.Second
+
+// DefaultConnectTimeout bounds each attempt to connect to PostgreSQL when
+// DATABASE_URL (or PGCONNECT_TIMEOUT) sets no connect_timeout. Without a
+// bound, a server that accepts connections and never answers (a host
+// that is restarting, a half-open network path) holds every call that
+// needs a new connection for as long as its client waits; with it, the
+// call is answered unavailable within seconds. A refused connection fails
+// at once whatever the bound.
+const DefaultConnectTimeout = 3 * time.Second
 
 // gormConfig configures GORM. Prepared statements are kept only where no
 // transaction runs: GORM re-prepares and closes a transaction's statements
@@ -85,7 +106,11 @@ func gormConfig(now func() time.Time, prepare bool) *gorm.Config {
 func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) {
 	// synchronous=NORMAL in WAL mode survives a process crash; an OS crash
 	// or power loss can lose the last commits. Production runs PostgreSQL.
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	dsn := "file:" + path + "?_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	s, err := newStore(opts, SQLite, 1)
 	if err != nil {
@@ -127,7 +152,19 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	if err != nil {
 		return nil, err
 	}
-	if s.w, err = gorm.Open(postgres.Open(url), gormConfig(s.now, false)); err != nil {
+	if s.pgConfig, err = pgx.ParseConfig(url); err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	var connOpts []stdlib.OptionOpenDB
+	if !setsConnectTimeout(url) {
+		s.pgConfig.ConnectTimeout = DefaultConnectTimeout
+		connOpts = append(connOpts, stdlib.OptionBeforeConnect(func(_ context.Context, c *pgx.ConnConfig) error {
+			c.ConnectTimeout = DefaultConnectTimeout
+			return nil
+		}))
+	}
+	dialector := postgres.New(postgres.Config{DSN: url, OptionOpenDB: connOpts})
+	if s.w, err = gorm.Open(dialector, gormConfig(s.now, false)); err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	s.r = s.w
@@ -145,8 +182,14 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	if err := db.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
-	s.pgURL = url
 	return s, nil
+}
+
+// setsConnectTimeout reports whether the connection string or the
+// environment chooses a connect timeout (0 included: wait for ever), which
+// is then kept as chosen.
+func setsConnectTimeout(url string) bool {
+	return strings.Contains(url, "connect_timeout") || os.Getenv("PGCONNECT_TIMEOUT") != ""
 }
 
 func newStore(opts Options, d Dialect, shards int) (*Store, error) {
