@@ -19,9 +19,6 @@ import (
 	"github.com/recordhub/recordhub/workflows"
 )
 
-// version is the release, for User-Agent: recordhub-webhooks/<version>.
-var version = "dev"
-
 // webhooks is the Temporal side of serve: a client for every role; the
 // worker and the outbox dispatcher in worker roles; the embedded server
 // when TEMPORAL_ADDRESS is empty.
@@ -97,7 +94,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 		return nil, fmt.Errorf("RECORDHUB_WEBHOOK_ALLOW_CIDRS: %w", err)
 	}
 	deliverer, err := activities.NewDeliverer(store, activities.Config{
-		Timeout: cfg.WebhookTimeout, AllowCIDRs: allow, Version: version, Metrics: activities.NewMetrics(reg),
+		Timeout: cfg.WebhookTimeout, AllowCIDRs: allow, Version: appVersion(), Metrics: activities.NewMetrics(reg),
 		RetryInitial: cfg.WebhookRetryInitial, RetryMaxInterval: cfg.WebhookRetryMaxInterval,
 		DisableAfter:   cfg.EndpointDisableAfter,
 		TracerProvider: tr.tracerProvider(), Propagator: tr.textPropagator(),
