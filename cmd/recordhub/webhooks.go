@@ -64,6 +64,9 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 		log.Info("embedded Temporal server", "address", addr, "namespace", cfg.TemporalNamespace)
 	}
 	// The SDK logs every retry of every poll; warnings and errors suffice.
+	// A failed attempt that is the receiver's doing is logged by the
+	// deliverer, once, as a warning, and its error is benign, which the
+	// SDK logs at debug level: its errors are the ones to act on.
 	sdkLog := slog.New(levelFilter{log.Handler(), slog.LevelWarn})
 	opts := client.Options{
 		HostPort: addr, Namespace: cfg.TemporalNamespace, Logger: sdklog.NewStructuredLogger(sdkLog),
@@ -98,6 +101,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 		RetryInitial: cfg.WebhookRetryInitial, RetryMaxInterval: cfg.WebhookRetryMaxInterval,
 		DisableAfter:   cfg.EndpointDisableAfter,
 		TracerProvider: tr.tracerProvider(), Propagator: tr.textPropagator(),
+		Logger: log,
 	})
 	if err != nil {
 		return nil, err
