@@ -36,16 +36,20 @@ type Event struct {
 	TraceParent string
 }
 
-// eventBody is the JSON body of an event (SPEC §6).
+// eventBody is the JSON body of a record event: every key on every type,
+// but status, which a status_change alone has. A status_change's changes
+// hold its one status field; the record_updated of the same change holds
+// every field that changed, that one included.
 type eventBody struct {
-	ID         string          `json:"id"`
-	Event      string          `json:"event"`
-	OccurredAt string          `json:"occurred_at"`
-	TenantID   string          `json:"tenant_id"`
-	Module     eventModule     `json:"module"`
-	Record     eventRecord     `json:"record"`
-	Changes    map[string]any  `json:"changes"`
-	Status     *StatusMovement `json:"status,omitempty"`
+	ID         string         `json:"id"`
+	Event      string         `json:"event"`
+	OccurredAt string         `json:"occurred_at"`
+	TenantID   string         `json:"tenant_id"`
+	Module     eventModule    `json:"module"`
+	Record     eventRecord    `json:"record"`
+	Changes    map[string]any `json:"changes"`
+	// Status is nil, and so absent (not null), on other types.
+	Status *StatusMovement `json:"status,omitempty"`
 }
 
 type eventModule struct {
