@@ -36,11 +36,11 @@ type Event struct {
 	TraceParent string
 }
 
-// eventBody is the JSON body of a record event: every key on every type,
-// but status, which a status_change alone has. A status_change's changes
-// hold its one status field; the record_updated of the same change holds
-// every field that changed, that one included.
+// eventBody is the JSON body of a record event, as receivers get it.
 type eventBody struct {
+	// Every type has the keys up to Changes. A status_change's Changes
+	// hold its one status field; the record_updated of the same change
+	// holds every field that changed, that one included.
 	ID         string         `json:"id"`
 	Event      string         `json:"event"`
 	OccurredAt string         `json:"occurred_at"`
@@ -48,7 +48,8 @@ type eventBody struct {
 	Module     eventModule    `json:"module"`
 	Record     eventRecord    `json:"record"`
 	Changes    map[string]any `json:"changes"`
-	// Status is nil, and so absent (not null), on other types.
+	// Status is a status_change's alone: nil, and so absent (never null),
+	// on the other types.
 	Status *StatusMovement `json:"status,omitempty"`
 }
 
