@@ -605,6 +605,8 @@ func runFailure(t *testing.T, tc failureCase, dialect models.Dialect) {
 	f := newFixture(t, storetest.Open(t, dialect), endpointURL)
 	reg := prometheus.NewRegistry()
 	cfg.Metrics = NewMetrics(reg)
+	var logs syncBuffer
+	cfg.Logger = jsonLogger(&logs)
 	d := newDeliverer(t, f.store, cfg)
 	in := f.input()
 	if tc.change != nil {
@@ -624,8 +626,12 @@ func runFailure(t *testing.T, tc failureCase, dialect models.Dialect) {
 		Type         string
 		NonRetryable bool
 		Code         string
+		Benign       bool
 	}
-	if diff := cmp.Diff(verdict{appErr.Type(), appErr.NonRetryable(), out.Error}, verdict{tc.errType, !tc.retryable, tc.code}); diff != "" {
+	// Every failure here is the receiver's or the tenant's doing: benign,
+	// so that the SDK does not log it as an error.
+	got := verdict{appErr.Type(), appErr.NonRetryable(), out.Error, appErr.Category() == temporal.ApplicationErrorCategoryBenign}
+	if diff := cmp.Diff(got, verdict{tc.errType, !tc.retryable, tc.code, true}); diff != "" {
 		t.Errorf("error %v (-got +want):\n%s", err, diff)
 	}
 	var details AttemptOutput
@@ -649,9 +655,9 @@ func runFailure(t *testing.T, tc failureCase, dialect models.Dialect) {
 	if tc.sent {
 		wantBody = f.event.Payload
 	}
-	got := rowSummary{row.ID, row.Error, row.ResponseBody, status, row.Succeeded, row.ErrorMessage != "", row.RequestBody, row.Attempt}
+	gotRow := rowSummary{row.ID, row.Error, row.ResponseBody, status, row.Succeeded, row.ErrorMessage != "", row.RequestBody, row.Attempt}
 	want := rowSummary{out.DeliveryID, tc.code, tc.respBody, tc.status, false, true, wantBody, 1}
-	if diff := cmp.Diff(got, want); diff != "" {
+	if diff := cmp.Diff(gotRow, want); diff != "" {
 		t.Errorf("row (-got +want):\n%s\nmessage: %s", diff, row.ErrorMessage)
 	}
 	if tc.sent && len(row.RequestHeaders["X-Webhook-Signature"]) != 1 {
@@ -662,6 +668,22 @@ func runFailure(t *testing.T, tc failureCase, dialect models.Dialect) {
 	}
 	if got := attemptsCounted(t, reg, tc.code); got != 1 {
 		t.Errorf("attempts{outcome=%q} = %v, want 1", tc.code, got)
+	}
+	wantLine := map[string]any{
+		"level": "WARN", "msg": "webhook attempt failed",
+		"event_id": in.EventID, "event_type": row.EventType, "endpoint_id": in.EndpointID, "tenant_id": in.TenantID,
+		"attempt": 1.0, "error": tc.code, "message": row.ErrorMessage, "delivery_id": row.ID, "workflow_id": "",
+	}
+	if tc.status != 0 {
+		wantLine["status"] = float64(tc.status)
+	}
+	if tc.retryable {
+		wantLine["next_attempt_in"] = DefaultRetryInitial.String()
+	} else {
+		wantLine["last_attempt"] = true
+	}
+	if diff := cmp.Diff(logLines(t, logs.String()), []map[string]any{wantLine}, cmpopts.IgnoreMapEntries(func(k string, _ any) bool { return k == "time" })); diff != "" {
+		t.Errorf("log (-got +want):\n%s", diff)
 	}
 }
 
@@ -798,11 +820,20 @@ func TestAttemptRowWriteFails(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			recv := newReceiver(t, nil)
 			f := newFixture(t, storetest.Open(t, models.SQLite), recv.URL)
-			d := newDeliverer(t, tc.store(f.store), Config{AllowCIDRs: loopback})
+			var logs syncBuffer
+			d := newDeliverer(t, tc.store(f.store), Config{AllowCIDRs: loopback, Logger: jsonLogger(&logs)})
 			_, err := d.Attempt(t.Context(), f.input())
 			var appErr *temporal.ApplicationError
 			if !errors.As(err, &appErr) || appErr.Type() != ErrTypeStore || appErr.NonRetryable() {
 				t.Fatalf("Attempt error = %v, want retryable %s", err, ErrTypeStore)
+			}
+			// An operator must act: the SDK logs this error as an error,
+			// which it would not do for a benign one.
+			if appErr.Category() == temporal.ApplicationErrorCategoryBenign {
+				t.Errorf("store failure %v is benign", err)
+			}
+			if got := logs.String(); got != "" {
+				t.Errorf("a store failure logged %q; the SDK's error line is the one", got)
 			}
 			if !errors.Is(err, errDiskFull) {
 				t.Errorf("error %v does not wrap the store's", err)

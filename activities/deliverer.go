@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -117,6 +118,10 @@ type Config struct {
 	// nil); nil sends neither.
 	TracerProvider trace.TracerProvider
 	Propagator     propagation.TextMapPropagator
+	// Logger gets one WARN line per failed attempt that is the receiver's
+	// or the tenant's doing, and an ERROR line when the endpoint's health
+	// cannot be recorded; nil logs nothing.
+	Logger *slog.Logger
 }
 
 // Deliverer makes delivery attempts. Register it with the Temporal worker;
@@ -138,6 +143,7 @@ type Deliverer struct {
 	disableAfter time.Duration
 	// tracing is nil when tracing is off.
 	tracing *tracing
+	log     *slog.Logger
 }
 
 // NewDeliverer returns a Deliverer that reads and writes through store.
@@ -170,6 +176,9 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 	}
 	if cfg.RetryMaxInterval <= 0 {
 		cfg.RetryMaxInterval = DefaultRetryMaxInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	eg := newEgress(cfg.AllowCIDRs)
 	dialer := &net.Dialer{
@@ -212,6 +221,7 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 
 		disableAfter: cfg.DisableAfter,
 		tracing:      newTracing(cfg.TracerProvider, cfg.Propagator),
+		log:          cfg.Logger,
 	}, nil
 }
 
@@ -259,6 +269,11 @@ type AttemptOutput struct {
 // error's next-retry delay (see nextDelay), so the next attempt is still
 // the same activity's next attempt; a 410 Gone disables the endpoint and
 // returns a non-retryable ErrTypeReceiverGone error.
+//
+// Logs: a failed attempt that is the receiver's or the tenant's doing
+// logs one WARN line (see logFailure) and returns a benign error, which
+// the SDK does not log as an error; a store failure returns a plain error,
+// which the SDK logs as one: ERROR means an operator must act.
 func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput, error) {
 	info := attemptInfo(ctx)
 	begin := time.Now()
@@ -319,12 +334,15 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 	if err := write(wctx, row); err != nil {
 		return out, temporal.NewApplicationErrorWithCause("record delivery attempt: "+err.Error(), ErrTypeStore, err, out)
 	}
-	if f == nil || (f.counts() && (!f.retry || info.last)) {
+	// last: no attempt of this delivery follows this failed one.
+	last := f != nil && (!f.retry || info.last)
+	if f == nil || (f.counts() && last) {
 		// The delivery ends here: health counts deliveries, not attempts.
 		// Best effort: failing the attempt for it would send a success
-		// again, or retry a delivery that is over.
-		if err := d.store.RecordDeliveryEnd(wctx, in.TenantID, in.EndpointID, f == nil, d.now(), d.disableAfter); err != nil && activity.IsActivity(ctx) {
-			activity.GetLogger(ctx).Warn("record endpoint health", "endpoint_id", in.EndpointID, "error", err)
+		// again, or retry a delivery that is over. Logged as an error: the
+		// store failed, and the endpoint's health misses this delivery.
+		if err := d.store.RecordDeliveryEnd(wctx, in.TenantID, in.EndpointID, f == nil, d.now(), d.disableAfter); err != nil {
+			d.log.ErrorContext(ctx, "record endpoint health", "tenant_id", in.TenantID, "endpoint_id", in.EndpointID, "event_id", in.EventID, "error", err)
 		}
 	}
 	if f != nil && f.disable {
@@ -334,18 +352,54 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 			return out, temporal.NewApplicationErrorWithCause("disable the endpoint after 410 Gone: "+err.Error(), ErrTypeStore, err, out)
 		}
 	}
-	switch {
-	case f == nil:
+	if f == nil {
 		return out, nil
-	case f.retry:
-		opts := temporal.ApplicationErrorOptions{Cause: f.cause, Details: []any{out}}
-		if f.retryAfter > 0 {
-			opts.NextRetryDelay = d.nextDelay(ctx, info.attempt, f.retryAfter)
-		}
-		return out, temporal.NewApplicationErrorWithOptions(f.message, f.errType, opts)
-	default:
-		return out, temporal.NewNonRetryableApplicationError(f.message, f.errType, f.cause, out)
 	}
+	opts := temporal.ApplicationErrorOptions{NonRetryable: !f.retry, Cause: f.cause, Details: []any{out}}
+	if f.retry && f.retryAfter > 0 {
+		opts.NextRetryDelay = d.nextDelay(ctx, info.attempt, f.retryAfter)
+	}
+	if f.expected() {
+		// The receiver's doing or the tenant's, which no operator needs to
+		// act on: one WARN line of ours, and a benign error, which the SDK
+		// logs at DEBUG instead of ERROR and does not count as a failed
+		// activity. recordhub's own failures stay plain errors: the SDK
+		// logs them as errors, with the workflow id that names the event
+		// and the endpoint.
+		opts.Category = temporal.ApplicationErrorCategoryBenign
+		var next time.Duration
+		if !last {
+			next = opts.NextRetryDelay
+			if next == 0 {
+				next = d.nextDelay(ctx, info.attempt, 0)
+			}
+		}
+		d.logFailure(ctx, in, info, row, f, next)
+	}
+	return out, temporal.NewApplicationErrorWithOptions(f.message, f.errType, opts)
+}
+
+// logFailure writes the one line of an expected failed attempt: what an
+// operator needs to find its row and its workflow, and whether another
+// attempt follows (next, 0 when none does).
+func (d *Deliverer) logFailure(ctx context.Context, in AttemptInput, info activityInfo, row *models.WebhookDelivery, f *failure, next time.Duration) {
+	attrs := []any{
+		"event_id", in.EventID, "event_type", row.EventType, "endpoint_id", in.EndpointID, "tenant_id", in.TenantID,
+		"attempt", row.Attempt, "error", f.code,
+	}
+	if row.ResponseStatus != nil {
+		attrs = append(attrs, "status", *row.ResponseStatus)
+	}
+	attrs = append(attrs, "message", row.ErrorMessage, "delivery_id", row.ID, "workflow_id", info.workflowID)
+	if in.ReplayOf != "" {
+		attrs = append(attrs, "replay_of", in.ReplayOf)
+	}
+	if next > 0 {
+		attrs = append(attrs, "next_attempt_in", next.String())
+	} else {
+		attrs = append(attrs, "last_attempt", true)
+	}
+	d.log.WarnContext(ctx, "webhook attempt failed", attrs...)
 }
 
 // insertInFlight writes row as in flight: what is about to be sent, no

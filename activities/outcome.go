@@ -144,6 +144,14 @@ func (f *failure) counts() bool {
 	return true
 }
 
+// expected reports whether the failure is the receiver's doing or the
+// tenant's (an answer, a network failure, a refused destination, an
+// endpoint or event removed meanwhile), which no operator needs to act on;
+// not when recordhub itself failed.
+func (f *failure) expected() bool {
+	return f.code != DeliveryErrInternal
+}
+
 // classify is the one place where an attempt's error becomes a delivery
 // error code, a message for the row and a Temporal error type. timedOut
 // reports that the attempt's own deadline passed; tlsErr is the TLS

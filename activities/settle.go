@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -26,7 +25,7 @@ type SettleInput struct {
 // endpoint's health. A second call finds nothing in flight and counts
 // nothing, so Temporal may retry it.
 //
-// A health update that fails is logged, not returned, as in Attempt: the
+// A health update that fails is logged as an error, not returned, as in Attempt: the
 // rows are settled by then, so a retry would count nothing anyway.
 func (d *Deliverer) SettleDelivery(ctx context.Context, in SettleInput) error {
 	n, err := d.store.SettleLostAttempts(ctx, in.EventID, in.EndpointID, in.WorkflowID, in.RunID, d.now())
@@ -36,8 +35,8 @@ func (d *Deliverer) SettleDelivery(ctx context.Context, in SettleInput) error {
 	if n == 0 {
 		return nil
 	}
-	if err := d.store.RecordDeliveryEnd(ctx, in.TenantID, in.EndpointID, false, d.now(), d.disableAfter); err != nil && activity.IsActivity(ctx) {
-		activity.GetLogger(ctx).Warn("record endpoint health", "endpoint_id", in.EndpointID, "error", err)
+	if err := d.store.RecordDeliveryEnd(ctx, in.TenantID, in.EndpointID, false, d.now(), d.disableAfter); err != nil {
+		d.log.ErrorContext(ctx, "record endpoint health", "tenant_id", in.TenantID, "endpoint_id", in.EndpointID, "event_id", in.EventID, "error", err)
 	}
 	return nil
 }

@@ -816,6 +816,16 @@ func TestWebhookEventMatchesDocument(t *testing.T) {
 					t.Errorf("a status_change without status passes WebhookEvent")
 				}
 			}
+			if ev.Type != models.EventStatusChange {
+				if _, ok := body["status"]; ok {
+					t.Errorf("%s carries status: %s", ev.Type, ev.Payload)
+				}
+				body["status"] = nil
+				if validate(body) == nil {
+					t.Errorf(`a %s with "status": null passes WebhookEvent`, ev.Type)
+				}
+				delete(body, "status")
+			}
 			if ev.Type == models.EventRecordCreated {
 				body["changes"] = map[string]any{"fields": map[string]any{"title": map[string]any{"from": nil, "to": "t"}}}
 				if validate(body) == nil {

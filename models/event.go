@@ -38,14 +38,19 @@ type Event struct {
 
 // eventBody is the JSON body of a record event, as receivers get it.
 type eventBody struct {
-	ID         string          `json:"id"`
-	Event      string          `json:"event"`
-	OccurredAt string          `json:"occurred_at"`
-	TenantID   string          `json:"tenant_id"`
-	Module     eventModule     `json:"module"`
-	Record     eventRecord     `json:"record"`
-	Changes    map[string]any  `json:"changes"`
-	Status     *StatusMovement `json:"status,omitempty"`
+	// Every type has the keys up to Changes. A status_change's Changes
+	// hold its one status field; the record_updated of the same change
+	// holds every field that changed, that one included.
+	ID         string         `json:"id"`
+	Event      string         `json:"event"`
+	OccurredAt string         `json:"occurred_at"`
+	TenantID   string         `json:"tenant_id"`
+	Module     eventModule    `json:"module"`
+	Record     eventRecord    `json:"record"`
+	Changes    map[string]any `json:"changes"`
+	// Status is a status_change's alone: nil, and so absent (never null),
+	// on the other types.
+	Status *StatusMovement `json:"status,omitempty"`
 }
 
 type eventModule struct {

@@ -3,6 +3,8 @@ package models_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -102,5 +104,89 @@ func TestRecordEvents(t *testing.T) {
 				t.Errorf("events of a refused write: %v", got)
 			}
 		})
+	}
+}
+
+// TestRecordEventBodies: the body of each record event type has exactly
+// the keys the README and openapi give it: status on status_change only
+// (absent, not null, elsewhere); a status_change's changes hold its one
+// status field, while the record_updated of the same PATCH holds every
+// field that changed.
+func TestRecordEventBodies(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t, models.SQLite)
+	tenant, _, _, err := s.CreateTenant(ctx, "t", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := []models.Field{
+		{Name: "title", Type: models.TypeString},
+		{Name: "stage", Type: models.TypeStatus, States: []string{"a", "b"}, Initial: "a"},
+	}
+	slug, name := "things", "Things"
+	m, err := s.CreateModule(ctx, tenant.ID, models.ModuleInput{Slug: &slug, Name: &name, Fields: &fields})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.CreateRecord(ctx, m, map[string]any{"title": "one"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := models.RecordPatch{Fields: map[string]any{"title": "two", "stage": "b"}, CustomData: map[string]any{"k": "v"}}
+	if _, _, err := s.UpdateRecord(ctx, m, r.ID, patch, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteRecord(ctx, m, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.PendingEvents(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	common := []string{"changes", "event", "id", "module", "occurred_at", "record", "tenant_id"}
+	type want struct {
+		keys    []string
+		changes map[string]any
+		status  any
+	}
+	wants := map[string]want{
+		models.EventRecordCreated: {common, map[string]any{}, nil},
+		models.EventRecordUpdated: {common, map[string]any{"fields": map[string]any{
+			"title": map[string]any{"from": "one", "to": "two"},
+			"stage": map[string]any{"from": "a", "to": "b"},
+		}}, nil},
+		models.EventStatusChange: {[]string{"changes", "event", "id", "module", "occurred_at", "record", "status", "tenant_id"}, map[string]any{"fields": map[string]any{
+			"stage": map[string]any{"from": "a", "to": "b"},
+		}}, map[string]any{"field": "stage", "from": "a", "to": "b"}},
+		models.EventCustomDataUpdated: {common, map[string]any{"custom_data": map[string]any{"from": map[string]any{}, "to": map[string]any{"k": "v"}}}, nil},
+		models.EventRecordDeleted:     {common, map[string]any{}, nil},
+	}
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+		w, ok := wants[e.Type]
+		if !ok {
+			t.Errorf("unexpected %s event: %s", e.Type, e.Payload)
+			continue
+		}
+		var body map[string]any
+		if err := json.Unmarshal([]byte(e.Payload), &body); err != nil {
+			t.Fatalf("payload %s: %v", e.Payload, err)
+		}
+		keys := slices.Sorted(maps.Keys(body))
+		if diff := cmp.Diff(keys, w.keys); diff != "" {
+			t.Errorf("%s keys (-got +want):\n%s\nbody: %s", e.Type, diff, e.Payload)
+		}
+		if diff := cmp.Diff(body["changes"], any(w.changes)); diff != "" {
+			t.Errorf("%s changes (-got +want):\n%s", e.Type, diff)
+		}
+		if diff := cmp.Diff(body["status"], w.status); diff != "" {
+			t.Errorf("%s status (-got +want):\n%s", e.Type, diff)
+		}
+	}
+	wantTypes := []string{"record_created", "record_updated", "status_change", "custom_data_updated", "record_deleted"}
+	if diff := cmp.Diff(types, wantTypes); diff != "" {
+		t.Errorf("events (-got +want):\n%s", diff)
 	}
 }

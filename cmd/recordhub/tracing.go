@@ -82,7 +82,7 @@ func startTracing(ctx context.Context, cfg TracingConfig) (*tracing, error) {
 	// over the default name.
 	res, err := resource.New(ctx,
 		resource.WithTelemetrySDK(),
-		resource.WithAttributes(attribute.String("service.name", cfg.ServiceName), attribute.String("service.version", version)),
+		resource.WithAttributes(attribute.String("service.name", cfg.ServiceName), attribute.String("service.version", appVersion())),
 		resource.WithFromEnv(),
 	)
 	if err != nil {

@@ -19,9 +19,6 @@ import (
 	"github.com/recordhub/recordhub/workflows"
 )
 
-// version is the release, for User-Agent: recordhub-webhooks/<version>.
-var version = "dev"
-
 // webhooks is the Temporal side of serve: a client for every role; the
 // worker and the outbox dispatcher in worker roles; the embedded server
 // when TEMPORAL_ADDRESS is empty.
@@ -67,6 +64,9 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 		log.Info("embedded Temporal server", "address", addr, "namespace", cfg.TemporalNamespace)
 	}
 	// The SDK logs every retry of every poll; warnings and errors suffice.
+	// A failed attempt that is the receiver's doing is logged by the
+	// deliverer, once, as a warning, and its error is benign, which the
+	// SDK logs at debug level: its errors are the ones to act on.
 	sdkLog := slog.New(levelFilter{log.Handler(), slog.LevelWarn})
 	opts := client.Options{
 		HostPort: addr, Namespace: cfg.TemporalNamespace, Logger: sdklog.NewStructuredLogger(sdkLog),
@@ -97,10 +97,11 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 		return nil, fmt.Errorf("RECORDHUB_WEBHOOK_ALLOW_CIDRS: %w", err)
 	}
 	deliverer, err := activities.NewDeliverer(store, activities.Config{
-		Timeout: cfg.WebhookTimeout, AllowCIDRs: allow, Version: version, Metrics: activities.NewMetrics(reg),
+		Timeout: cfg.WebhookTimeout, AllowCIDRs: allow, Version: appVersion(), Metrics: activities.NewMetrics(reg),
 		RetryInitial: cfg.WebhookRetryInitial, RetryMaxInterval: cfg.WebhookRetryMaxInterval,
 		DisableAfter:   cfg.EndpointDisableAfter,
 		TracerProvider: tr.tracerProvider(), Propagator: tr.textPropagator(),
+		Logger: log,
 	})
 	if err != nil {
 		return nil, err

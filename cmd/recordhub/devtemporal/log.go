@@ -14,7 +14,8 @@ import (
 // writes several lines a second even when idle, which would drown
 // recordhub's own log; Stop raises min to error, because while the services
 // shut down one after another the system worker warns about every poll the
-// frontend refuses, for a while even after Stop returns.
+// frontend refuses, for a while even after Stop returns. Errors that need
+// no operator are dropped too (see transientError).
 func serverSlog(l *slog.Logger, min *slog.LevelVar) *slog.Logger {
 	return slog.New(minLevelHandler{min: min, next: l.Handler()}).With("component", "temporal")
 }
@@ -40,7 +41,30 @@ func (h minLevelHandler) Handle(ctx context.Context, r slog.Record) error {
 			return nil
 		}
 	}
+	if r.Level >= slog.LevelError && transientError(r, h.min.Level() >= slog.LevelError) {
+		return nil
+	}
 	return h.next.Handle(ctx, r)
+}
+
+// transientError reports whether an error the server logs is one of its
+// own start or stop, which no operator can act on: its system worker
+// calling the frontend before the frontend is ready (it retries), or, once
+// Stop has begun (stopping), an operation cut short by the stop (the
+// workflow task it belonged to runs again after the next start). ERROR in
+// recordhub's log means an operator must act.
+func transientError(r slog.Record, stopping bool) bool {
+	transient := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "error" {
+			return true
+		}
+		msg := a.Value.String()
+		transient = strings.Contains(msg, "Frontend is not healthy yet") ||
+			stopping && strings.Contains(msg, context.Canceled.Error())
+		return false
+	})
+	return transient
 }
 
 func (h minLevelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
