@@ -76,7 +76,7 @@ func TestListDeliveriesByRecord(t *testing.T) {
 
 // TestDeliveryRecordBackfill: the migration that adds record_id gives the
 // rows already there their event's record; a row whose event was purged,
-// and the rows of an event about no record, keep ”.
+// and the rows of an event about no record, keep it empty.
 func TestDeliveryRecordBackfill(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d models.Dialect) {
 		ctx := t.Context()
