@@ -817,3 +817,44 @@ func TestWebhookEventMatchesDocument(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhookEndpointModulesNamed: every endpoint answer names the modules
+// of module_ids (the console shows names), in their order; a module deleted
+// since stays in module_ids and leaves modules.
+func TestWebhookEndpointModulesNamed(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		a, b := e.createModule("alpha"), e.createModule("beta")
+		ep := e.createEndpoint(map[string]any{"url": "https://hooks.example.com/a", "events": []string{"record_created"}, "module_ids": []string{a, b}})
+		path := "/api/admin/webhook-endpoints/" + ep["id"].(string)
+		named := func(ids ...string) []any {
+			out := []any{}
+			for _, id := range ids {
+				slug := map[string]string{a: "alpha", b: "beta"}[id]
+				out = append(out, map[string]any{"id": id, "slug": slug, "name": strings.ToUpper(slug)})
+			}
+			return out
+		}
+		ids := ep["module_ids"].([]any)
+		want := named(ids[0].(string), ids[1].(string))
+		if diff := cmp.Diff(want, ep["modules"]); diff != "" {
+			t.Errorf("create answer's modules (-want +got):\n%s", diff)
+		}
+		var page struct {
+			Data []map[string]any `json:"data"`
+		}
+		e.call("GET", "/api/admin/webhook-endpoints", e.admin, nil).want(200).decode(&page)
+		if len(page.Data) != 1 || !cmp.Equal(page.Data[0]["modules"], want) {
+			t.Errorf("listed: %v, want modules %v", page.Data, want)
+		}
+
+		e.call("DELETE", "/api/admin/modules/"+b, e.admin, nil).want(200)
+		got := e.call("GET", path, e.admin, nil).want(200).json()
+		if diff := cmp.Diff(named(a), got["modules"]); diff != "" {
+			t.Errorf("modules after deleting beta (-want +got):\n%s", diff)
+		}
+		if !cmp.Equal(got["module_ids"], ids) {
+			t.Errorf("module_ids after deleting beta: %v, want %v", got["module_ids"], ids)
+		}
+	})
+}
