@@ -168,7 +168,7 @@ function table(ctx, rows) {
     h('td', { class: 'endpoint-cell' }, endpoint(d, 'delivery-endpoint-url')),
     h('td', { class: 'num' }, d.attempt === 0 ? '—' : String(d.attempt)),
     h('td', null, status(d)),
-    h('td', { title: d.error_message || null }, d.error ? h('code', null, d.error) : ''),
+    h('td', { class: 'nowrap', title: d.error_message || null }, d.error ? h('code', null, d.error) : ''),
     h('td', { class: 'num' }, d.finished_at ? fmtMs(d.duration_ms) : '—'),
     h('td', null, d.replay_of
       ? link(`#/deliveries/${encodeURIComponent(d.replay_of)}`, '↻ replay', { class: 'small', title: `replay of ${d.replay_of}`, 'data-testid': 'delivery-replay-of' })
