@@ -105,7 +105,7 @@ function card(ctx, e) {
       badge(health.state || 'unknown', HEALTH_KIND[health.state] || 'muted', { 'data-testid': 'endpoint-health', 'data-state': health.state || '' })),
     e.description ? h('p', { class: 'desc', 'data-testid': 'endpoint-description' }, e.description) : null,
     h('p', { class: 'meta' },
-      h('code', { 'data-testid': 'endpoint-id' }, e.id), ' · ',
+      h('code', { class: 'id', 'data-testid': 'endpoint-id' }, e.id), ' · ',
       h('span', { 'data-testid': 'endpoint-events' }, (e.events || []).map((ev) => h('span', { class: 'chip' }, ev))),
       ' · ', modules(e),
       ' · ', `up to ${e.retry_max} attempt${e.retry_max === 1 ? '' : 's'} a delivery`),

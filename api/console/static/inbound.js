@@ -1,5 +1,6 @@
 // The inbound panel: a module picker, then the calls a module's inbound
-// webhook received with their outcomes, and a replay of any of them.
+// webhook received with their outcomes, and a replay of those the API
+// replays (replayable).
 
 import { h, replace, link, badge, time, moduleName } from './dom.js';
 import { request, adminPath, withQuery } from './api.js';
@@ -113,8 +114,8 @@ function replayCell(ctx, moduleID, ev) {
 
 function eventRow(ctx, moduleID, ev) {
   const marks = [];
-  if (ev.duplicate_of) marks.push(h('div', { 'data-testid': 'inbound-marker', 'data-mark': 'duplicate' }, 'duplicate of ', h('code', null, ev.duplicate_of)));
-  if (ev.replay_of) marks.push(h('div', { 'data-testid': 'inbound-marker', 'data-mark': 'replay' }, 'replay of ', h('code', null, ev.replay_of)));
+  if (ev.duplicate_of) marks.push(h('div', { 'data-testid': 'inbound-marker', 'data-mark': 'duplicate' }, 'duplicate of ', h('code', { class: 'id' }, ev.duplicate_of)));
+  if (ev.replay_of) marks.push(h('div', { 'data-testid': 'inbound-marker', 'data-mark': 'replay' }, 'replay of ', h('code', { class: 'id' }, ev.replay_of)));
   if (ev.body_truncated) marks.push(h('div', { 'data-testid': 'inbound-marker', 'data-mark': 'truncated' }, `body truncated (${ev.body_size} bytes)`));
   return h('tr', { 'data-testid': 'inbound-row', 'data-event-id': ev.id, 'data-replayable': String(!!ev.replayable) },
     h('td', null, time(ev.received_at), h('div', { class: 'muted small mono' }, ev.ip || '')),
