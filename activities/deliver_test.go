@@ -271,7 +271,7 @@ func TestAttemptDelivers(t *testing.T) {
 			sent["Host"] = []string{got.host}
 			status := http.StatusAccepted
 			want := models.WebhookDelivery{
-				ID: out.DeliveryID, TenantID: f.tenantID, EventID: f.event.ID, EventType: models.EventRecordCreated,
+				ID: out.DeliveryID, TenantID: f.tenantID, EventID: f.event.ID, EventType: models.EventRecordCreated, RecordID: f.event.RecordID,
 				EndpointID: f.endpoint.ID, Attempt: 1, ReplayOf: ptr("whd_original"),
 				RequestURL: recv.URL + "/hooks?src=recordhub", RequestHeaders: sent, RequestBody: f.event.Payload,
 				ResponseStatus: &status, ResponseBody: `{"ok":true}`,

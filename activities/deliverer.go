@@ -426,7 +426,7 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 	if err != nil {
 		return fail(&internalError{"load the event", err})
 	}
-	row.EventType = ev.Type
+	row.EventType, row.RecordID = ev.Type, ev.RecordID
 	ep, err := d.store.GetEndpoint(ctx, in.TenantID, in.EndpointID)
 	if errors.Is(err, models.ErrNotFound) {
 		return fail(errEndpointGone)

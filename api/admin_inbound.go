@@ -207,6 +207,9 @@ type inboundEventJSON struct {
 	DeliveryID    *string             `json:"delivery_id"`
 	DuplicateOf   *string             `json:"duplicate_of"`
 	ReplayOf      *string             `json:"replay_of"`
+	// Replayable tells whether POST …/replay would apply the call again
+	// (rather than answer 409): so the console offers Replay only there.
+	Replayable bool `json:"replayable"`
 }
 
 func inboundEventOut(ev *models.InboundEvent) inboundEventJSON {
@@ -215,6 +218,7 @@ func inboundEventOut(ev *models.InboundEvent) inboundEventJSON {
 		Action: ev.Action, RecordID: ev.RecordID, Headers: nonNilHeaders(ev.Headers), Body: ev.Body,
 		BodySize: ev.BodySize, BodyTruncated: ev.BodyTruncated, IP: ev.IP,
 		DeliveryID: ev.DeliveryID, DuplicateOf: ev.DuplicateOf, ReplayOf: ev.ReplayOf,
+		Replayable: ev.Replayable(),
 	}
 	if ev.Error != "" {
 		out.Error = &inboundErrorJSON{Code: ev.Error, Message: ev.ErrorMessage, Details: ev.ErrorDetails}
@@ -223,6 +227,12 @@ func inboundEventOut(ev *models.InboundEvent) inboundEventJSON {
 		}
 	}
 	return out
+}
+
+// inboundEventList is a page of a module's inbound calls, with the module.
+type inboundEventList struct {
+	list[inboundEventJSON]
+	Module moduleRefJSON `json:"module"`
 }
 
 func (s *Server) adminListInboundEvents(c *gin.Context) {
@@ -237,7 +247,18 @@ func (s *Server) adminListInboundEvents(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	out := list[inboundEventJSON]{Data: make([]inboundEventJSON, len(evs)), Total: total, Page: page.Page, Limit: page.Limit}
+	// The module is named beside its calls, so that a reader (the console)
+	// shows its name without a second call; it is cached, and
+	// ListInboundEvents has just read it.
+	m, err := s.store.GetModule(c.Request.Context(), tenantOf(c), c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := inboundEventList{
+		list:   list[inboundEventJSON]{Data: make([]inboundEventJSON, len(evs)), Total: total, Page: page.Page, Limit: page.Limit},
+		Module: moduleRefOut(m),
+	}
 	for i := range evs {
 		out.Data[i] = inboundEventOut(&evs[i])
 	}

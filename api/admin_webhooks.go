@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -34,6 +35,40 @@ type endpointJSON struct {
 	Secret string `json:"secret,omitempty"`
 	// Stats is present when asked for with include=stats.
 	Stats *statsJSON `json:"stats,omitempty"`
+	// Modules names the modules of ModuleIDs that still exist, so that a
+	// reader (the console) shows names without a second call.
+	Modules []moduleRefJSON `json:"modules"`
+}
+
+// moduleRefJSON names a module where another object refers to it.
+type moduleRefJSON struct {
+	ID   string `json:"id"`
+	Slug string `json:"slug"`
+	Name string `json:"name"`
+}
+
+func moduleRefOut(m *models.Module) moduleRefJSON {
+	return moduleRefJSON{ID: m.ID, Slug: m.Slug, Name: m.Name}
+}
+
+// addModules names the modules of each endpoint in out. Modules are read
+// through the store's cache, so this costs no query once they are warm; an
+// id whose module was deleted is left out of modules (module_ids keeps it).
+func (s *Server) addModules(ctx context.Context, tenantID string, out ...*endpointJSON) error {
+	for _, e := range out {
+		e.Modules = make([]moduleRefJSON, 0, len(e.ModuleIDs))
+		for _, id := range e.ModuleIDs {
+			m, err := s.store.GetModule(ctx, tenantID, id)
+			if errors.Is(err, models.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			e.Modules = append(e.Modules, moduleRefOut(m))
+		}
+	}
+	return nil
 }
 
 // statsJSON is an endpoint's attempts over the last 24 hours, overall and
@@ -173,6 +208,10 @@ func (s *Server) adminCreateEndpoint(c *gin.Context) {
 	}
 	out := endpointOut(e, s.now())
 	out.Secret = secret
+	if err := s.addModules(c.Request.Context(), tenantOf(c), &out); err != nil {
+		s.fail(c, err)
+		return
+	}
 	c.JSON(http.StatusCreated, out)
 }
 
@@ -196,6 +235,10 @@ func (s *Server) adminListEndpoints(c *gin.Context) {
 	out := list[endpointJSON]{Data: make([]endpointJSON, len(eps)), Total: total, Page: page.Page, Limit: page.Limit}
 	for i := range eps {
 		out.Data[i] = endpointOut(&eps[i], now)
+		if err := s.addModules(c.Request.Context(), tenantOf(c), &out.Data[i]); err != nil {
+			s.fail(c, err)
+			return
+		}
 	}
 	if stats {
 		if err := s.addStats(c, tenantOf(c), out.Data); err != nil {
@@ -218,6 +261,10 @@ func (s *Server) adminGetEndpoint(c *gin.Context) {
 		return
 	}
 	out := []endpointJSON{endpointOut(e, s.now())}
+	if err := s.addModules(c.Request.Context(), tenantOf(c), &out[0]); err != nil {
+		s.fail(c, err)
+		return
+	}
 	if stats {
 		if err := s.addStats(c, tenantOf(c), out); err != nil {
 			s.fail(c, err)
@@ -237,7 +284,12 @@ func (s *Server) adminUpdateEndpoint(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, endpointOut(e, s.now()))
+	out := endpointOut(e, s.now())
+	if err := s.addModules(c.Request.Context(), tenantOf(c), &out); err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) adminDeleteEndpoint(c *gin.Context) {
@@ -283,6 +335,10 @@ func (s *Server) adminRotateEndpointSecret(c *gin.Context) {
 	}
 	out := endpointOut(e, s.now())
 	out.Secret = secret
+	if err := s.addModules(c.Request.Context(), tenantOf(c), &out); err != nil {
+		s.fail(c, err)
+		return
+	}
 	c.JSON(http.StatusOK, out)
 }
 
@@ -312,6 +368,9 @@ type deliveryJSON struct {
 	// known yet.
 	FinishedAt *time.Time `json:"finished_at"`
 	Succeeded  bool       `json:"succeeded"`
+	// RecordID is the record the event is about; null for an event about
+	// no record (endpoint_disabled) or an attempt whose event was gone.
+	RecordID *string `json:"record_id"`
 }
 
 // deliveryFullJSON is one attempt in full. Its members are never left out,
@@ -334,6 +393,9 @@ func deliveryOut(d *models.WebhookDelivery) deliveryJSON {
 	}
 	if !d.InFlight() {
 		out.FinishedAt = &d.FinishedAt
+	}
+	if d.RecordID != "" {
+		out.RecordID = &d.RecordID
 	}
 	if d.Error != "" {
 		out.Error, out.ErrorMessage = &d.Error, &d.ErrorMessage
@@ -362,7 +424,8 @@ func (s *Server) adminListDeliveries(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	q := models.DeliveryQuery{Page: page, EndpointID: c.Query("endpoint_id"), EventID: c.Query("event_id"), EventType: c.Query("event_type")}
+	q := models.DeliveryQuery{Page: page, EndpointID: c.Query("endpoint_id"), EventID: c.Query("event_id"), EventType: c.Query("event_type"),
+		RecordID: c.Query("record_id")}
 	if v := c.Query("succeeded"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -85,6 +85,7 @@ type inboundEvent struct {
 	DeliveryID    *string                `json:"delivery_id"`
 	DuplicateOf   *string                `json:"duplicate_of"`
 	ReplayOf      *string                `json:"replay_of"`
+	Replayable    bool                   `json:"replayable"`
 }
 
 func (e *env) inboundEvents(moduleID string) []inboundEvent {
@@ -660,9 +661,17 @@ func TestInboundReplayAfterTheMappingIsFixed(t *testing.T) {
 		if r := e.call("POST", base+refused.ID+"/replay", e.admin, nil); r.status != 422 || r.errorCode() != "mapping_failed" {
 			t.Errorf("replay before the fix: %d %s", r.status, r.body)
 		}
-		// A call whose signature failed is not replayed.
+		// A call whose signature failed is not replayed, and is listed so.
 		if r := e.call("POST", base+unsigned.ID+"/replay", e.admin, nil); r.status != 409 {
 			t.Errorf("replay of an unsigned call: %d %s, want 409", r.status, r.body)
+		}
+		if !refused.Replayable || unsigned.Replayable {
+			t.Errorf("replayable: the 422 call %v, the 401 call %v; want true, false", refused.Replayable, unsigned.Replayable)
+		}
+		// The list names its module.
+		listed := e.call("GET", "/api/admin/modules/"+h.moduleID+"/inbound-events", e.admin, nil).want(200).json()
+		if diff := cmp.Diff(map[string]any{"id": h.moduleID, "slug": "orders", "name": "ORDERS"}, listed["module"]); diff != "" {
+			t.Errorf("the list's module (-want +got):\n%s", diff)
 		}
 		e.call("PUT", "/api/admin/modules/"+h.moduleID+"/inbound-webhook", e.admin, orderConfig(nil)).want(200)
 		var replay inboundEvent

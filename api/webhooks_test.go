@@ -64,7 +64,7 @@ func TestWebhookEndpointCreate(t *testing.T) {
 		}
 		want := map[string]any{
 			"id": id, "url": "https://hooks.example.com/a", "description": "",
-			"events": []any{"record_created", "record_updated"}, "module_ids": []any{},
+			"events": []any{"record_created", "record_updated"}, "module_ids": []any{}, "modules": []any{},
 			"retry_max": float64(5), "enabled": true, "previous_secret_expires_at": nil,
 			"health": map[string]any{
 				"state": "healthy", "consecutive_failures": float64(0), "last_success_at": nil, "last_failure_at": nil,
@@ -82,7 +82,8 @@ func TestWebhookEndpointCreate(t *testing.T) {
 		})
 		mineID := mine["id"].(string)
 		if mine["secret"] != given || mine["retry_max"] != float64(20) || mine["enabled"] != false ||
-			!cmp.Equal(mine["module_ids"], []any{mod}) {
+			!cmp.Equal(mine["module_ids"], []any{mod}) ||
+			!cmp.Equal(mine["modules"], []any{map[string]any{"id": mod, "slug": "orders", "name": "ORDERS"}}) {
 			t.Errorf("create with every member: got %v", mine)
 		}
 
@@ -276,11 +277,12 @@ func TestWebhookEndpointUpdateAndDelete(t *testing.T) {
 		}{
 			{"events", map[string]any{"events": []string{"status_change", "record_deleted"}}, map[string]any{"events": []any{"record_deleted", "status_change"}}},
 			{"enabled", map[string]any{"enabled": false}, map[string]any{"enabled": false}},
-			{"module_ids", map[string]any{"module_ids": []string{mod}}, map[string]any{"module_ids": []any{mod}}},
+			{"module_ids", map[string]any{"module_ids": []string{mod}}, map[string]any{"module_ids": []any{mod},
+				"modules": []any{map[string]any{"id": mod, "slug": "orders", "name": "ORDERS"}}}},
 			{"url and description", map[string]any{"url": "https://other.example.com/b", "description": "new"}, map[string]any{"url": "https://other.example.com/b", "description": "new"}},
 			{"retry_max", map[string]any{"retry_max": 1}, map[string]any{"retry_max": float64(1)}},
 			{"retry_max 100", map[string]any{"retry_max": 100}, map[string]any{"retry_max": float64(100)}},
-			{"module_ids back to all", map[string]any{"module_ids": []string{}}, map[string]any{"module_ids": []any{}}},
+			{"module_ids back to all", map[string]any{"module_ids": []string{}}, map[string]any{"module_ids": []any{}, "modules": []any{}}},
 			{"nothing", map[string]any{}, map[string]any{}},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
@@ -432,26 +434,26 @@ func deliveryRows(t *testing.T, e *env, ep1, ep2 string) []*models.WebhookDelive
 	}
 	rows := []*models.WebhookDelivery{
 		{
-			EventID: "evt_a", EventType: models.EventRecordCreated, EndpointID: ep1, Attempt: 1,
+			EventID: "evt_a", EventType: models.EventRecordCreated, RecordID: "rec_1", EndpointID: ep1, Attempt: 1,
 			RequestURL: "https://hooks.example.com/a", RequestHeaders: headers("evt_a", "record_created", 1), RequestBody: body("evt_a", "record_created"),
 			ResponseStatus: status(200), ResponseHeaders: models.Headers{"Content-Type": {"text/plain"}}, ResponseBody: "ok",
 			RemoteIP: "93.184.215.14", DurationMS: 41.5, DNSMS: ms(2), ConnectMS: ms(10), TLSMS: ms(20), FirstByteMS: ms(40),
 			Succeeded: true,
 		},
 		{
-			EventID: "evt_b", EventType: models.EventStatusChange, EndpointID: ep1, Attempt: 2,
+			EventID: "evt_b", EventType: models.EventStatusChange, RecordID: "rec_2", EndpointID: ep1, Attempt: 2,
 			RequestURL: "https://hooks.example.com/a", RequestHeaders: headers("evt_b", "status_change", 2), RequestBody: body("evt_b", "status_change"),
 			Error: models.DeliveryErrTimeout, ErrorMessage: "no response within 30s", RemoteIP: "93.184.215.14",
 			DurationMS: 30000, DNSMS: ms(1), ConnectMS: ms(9), TLSMS: ms(19),
 		},
 		{
-			EventID: "evt_a", EventType: models.EventRecordCreated, EndpointID: ep2, Attempt: 1,
+			EventID: "evt_a", EventType: models.EventRecordCreated, RecordID: "rec_1", EndpointID: ep2, Attempt: 1,
 			RequestURL: "https://other.example.com/b", RequestHeaders: headers("evt_a", "record_created", 1), RequestBody: body("evt_a", "record_created"),
 			ResponseStatus: status(500), ResponseHeaders: models.Headers{}, ResponseBody: "boom",
 			Error: models.DeliveryErrHTTPStatus, ErrorMessage: "the receiver answered 500", RemoteIP: "93.184.215.15", DurationMS: 12,
 		},
 		{
-			EventID: "evt_b", EventType: models.EventStatusChange, EndpointID: ep2, Attempt: 1,
+			EventID: "evt_b", EventType: models.EventStatusChange, RecordID: "rec_2", EndpointID: ep2, Attempt: 1,
 			RequestURL: "https://other.example.com/b", RequestHeaders: headers("evt_b", "status_change", 1), RequestBody: body("evt_b", "status_change"),
 			ResponseStatus: status(204), RemoteIP: "93.184.215.15", DurationMS: 8, Succeeded: true,
 		},
@@ -516,6 +518,9 @@ func TestWebhookDeliveries(t *testing.T) {
 			{"?limit=1&page=2", id(2), 4},
 			{"?endpoint_id=whe_unknown", id(), 0},
 			{"?event_type=record_touched", id(), 0},
+			{"?record_id=rec_1", id(2, 0), 2},
+			{"?record_id=rec_2&endpoint_id=" + ep1, id(1), 1},
+			{"?record_id=rec_unknown", id(), 0},
 			// since is inclusive, until exclusive, both on started_at.
 			{"?since=" + at(1), id(3, 2, 1), 3},
 			{"?until=" + at(2), id(1, 0), 2},
@@ -545,7 +550,7 @@ func TestWebhookDeliveries(t *testing.T) {
 		for _, q := range []string{
 			"?succeeded=maybe", "?limit=0", "?page=0",
 			"?since=yesterday", "?until=2030-01-02", "?since=" + at(2) + "&until=" + at(1), "?since=" + at(1) + "&until=" + at(1),
-			"?error=teapot", "?error=TIMEOUT",
+			"?error=teapot", "?error=TIMEOUT", "?record_id=rec%00", "?record_id=%ff",
 		} {
 			wantErrorBody(t, e.call("GET", "/api/admin/webhook-deliveries"+q, e.admin, nil).want(400), "invalid_request")
 		}
@@ -554,7 +559,7 @@ func TestWebhookDeliveries(t *testing.T) {
 		e.call("GET", "/api/admin/webhook-deliveries", e.admin, nil).want(200).decode(&all)
 		timeout := rows[1]
 		wantListed := map[string]any{
-			"id": timeout.ID, "event_id": "evt_b", "event_type": "status_change", "endpoint_id": ep1,
+			"id": timeout.ID, "event_id": "evt_b", "event_type": "status_change", "record_id": "rec_2", "endpoint_id": ep1,
 			"workflow_id": "webhook-delivery/evt_b/" + ep1, "run_id": "run-1", "attempt": float64(2), "replay_of": nil,
 			"request_url": "https://hooks.example.com/a", "response_status": nil,
 			"error": "timeout", "error_message": "no response within 30s", "remote_ip": "93.184.215.14",
@@ -837,6 +842,47 @@ func TestWebhookEventMatchesDocument(t *testing.T) {
 		want := []string{"custom_data_updated", "record_created", "record_deleted", "record_updated", "status_change", "status_change"}
 		if diff := cmp.Diff(want, types); diff != "" {
 			t.Errorf("event types (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestWebhookEndpointModulesNamed: every endpoint answer names the modules
+// of module_ids (the console shows names), in their order; a module deleted
+// since stays in module_ids and leaves modules.
+func TestWebhookEndpointModulesNamed(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		a, b := e.createModule("alpha"), e.createModule("beta")
+		ep := e.createEndpoint(map[string]any{"url": "https://hooks.example.com/a", "events": []string{"record_created"}, "module_ids": []string{a, b}})
+		path := "/api/admin/webhook-endpoints/" + ep["id"].(string)
+		named := func(ids ...string) []any {
+			out := []any{}
+			for _, id := range ids {
+				slug := map[string]string{a: "alpha", b: "beta"}[id]
+				out = append(out, map[string]any{"id": id, "slug": slug, "name": strings.ToUpper(slug)})
+			}
+			return out
+		}
+		ids := ep["module_ids"].([]any)
+		want := named(ids[0].(string), ids[1].(string))
+		if diff := cmp.Diff(want, ep["modules"]); diff != "" {
+			t.Errorf("create answer's modules (-want +got):\n%s", diff)
+		}
+		var page struct {
+			Data []map[string]any `json:"data"`
+		}
+		e.call("GET", "/api/admin/webhook-endpoints", e.admin, nil).want(200).decode(&page)
+		if len(page.Data) != 1 || !cmp.Equal(page.Data[0]["modules"], want) {
+			t.Errorf("listed: %v, want modules %v", page.Data, want)
+		}
+
+		e.call("DELETE", "/api/admin/modules/"+b, e.admin, nil).want(200)
+		got := e.call("GET", path, e.admin, nil).want(200).json()
+		if diff := cmp.Diff(named(a), got["modules"]); diff != "" {
+			t.Errorf("modules after deleting beta (-want +got):\n%s", diff)
+		}
+		if !cmp.Equal(got["module_ids"], ids) {
+			t.Errorf("module_ids after deleting beta: %v, want %v", got["module_ids"], ids)
 		}
 	})
 }

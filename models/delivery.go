@@ -90,10 +90,15 @@ const workerLostMessage = "the attempt's outcome was never recorded (its worker 
 // FinishedAt equals StartedAt: finished_at is NOT NULL, and making it
 // nullable would rebuild the table on SQLite; InFlight tells the two apart.
 type WebhookDelivery struct {
-	ID              string `gorm:"primaryKey"`
-	TenantID        string
-	EventID         string
-	EventType       string
+	ID        string `gorm:"primaryKey"`
+	TenantID  string
+	EventID   string
+	EventType string
+	// RecordID is the record of the event, copied into every row so that a
+	// record's deliveries are found after retention purged its events; ""
+	// for an event about no record (endpoint_disabled) and for an attempt
+	// whose event could not be read.
+	RecordID        string
 	EndpointID      string
 	WorkflowID      string
 	RunID           string
@@ -246,7 +251,9 @@ type DeliveryQuery struct {
 	EndpointID string
 	EventID    string
 	EventType  string
-	Succeeded  *bool
+	// RecordID selects the attempts of the events of one record.
+	RecordID  string
+	Succeeded *bool
 	// Since and Until bound started_at: Since inclusive, Until exclusive,
 	// so adjacent windows never share a row.
 	Since, Until *time.Time
@@ -265,6 +272,9 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID string, q DeliveryQ
 	}
 	if q.EventType != "" {
 		db = db.Where("event_type = ?", q.EventType)
+	}
+	if q.RecordID != "" {
+		db = db.Where("record_id = ?", q.RecordID)
 	}
 	if q.Succeeded != nil {
 		db = db.Where("succeeded = ?", *q.Succeeded)

@@ -40,7 +40,7 @@ func (s *Store) InsertSkippedDeliveries(ctx context.Context, ev *Event, endpoint
 	rows := make([]WebhookDelivery, len(endpoints))
 	for i, ep := range endpoints {
 		rows[i] = WebhookDelivery{
-			ID: SkippedDeliveryID(ev.ID, ep.ID), TenantID: ev.TenantID, EventID: ev.ID, EventType: ev.Type, EndpointID: ep.ID,
+			ID: SkippedDeliveryID(ev.ID, ep.ID), TenantID: ev.TenantID, EventID: ev.ID, EventType: ev.Type, RecordID: ev.RecordID, EndpointID: ep.ID,
 			RequestURL: ep.URL, RequestHeaders: Headers{}, ResponseHeaders: Headers{},
 			Error: DeliveryErrEndpointDisabled, ErrorMessage: skippedMessage,
 			StartedAt: now, FinishedAt: now,

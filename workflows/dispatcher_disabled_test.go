@@ -80,7 +80,7 @@ func TestDispatcherSkipsDisabled(t *testing.T) {
 			got := rows[0]
 			got.StartedAt, got.FinishedAt = got.StartedAt.UTC(), got.FinishedAt.UTC()
 			want := models.WebhookDelivery{
-				ID: models.SkippedDeliveryID(ev.ID, off.ID), TenantID: f.tenantID, EventID: ev.ID, EventType: models.EventRecordCreated,
+				ID: models.SkippedDeliveryID(ev.ID, off.ID), TenantID: f.tenantID, EventID: ev.ID, EventType: models.EventRecordCreated, RecordID: ev.RecordID,
 				EndpointID: off.ID, RequestURL: off.URL, RequestHeaders: models.Headers{}, ResponseHeaders: models.Headers{},
 				Error: models.DeliveryErrEndpointDisabled, ErrorMessage: got.ErrorMessage,
 				StartedAt: dispatchedAt, FinishedAt: dispatchedAt,

@@ -6,6 +6,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -26,8 +29,10 @@ const consoleBrowserDir = "../../api/console/browsertest"
 // TestConsoleInBrowser runs the support console in headless Chromium
 // against the real service (api/console/browsertest/console.test.mjs): sign
 // in, an endpoint turning failing, an attempt in full and its replay, a
-// recovery, markup shown as text, inbound calls, the secret on demand,
-// endpoints 20 to a page, and the time a 50-row deliveries page takes. Without Chromium, node or
+// recovery, markup shown as text, inbound calls (Replay only where the API
+// replays), a record's deliveries, the secret on demand, endpoints 20 to a
+// page, the time a 50-row deliveries page takes, module names, endpoint
+// URLs, times with their zone and prose wrapped between words. Without Chromium, node or
 // playwright-core (npm ci in that folder) it is skipped, unless
 // RECORDHUB_TEST_REQUIRE_BROWSER=1. RECORDHUB_CONSOLE_SCREENSHOT names a
 // PNG of the endpoints page to write.
@@ -68,17 +73,35 @@ func TestConsoleInBrowser(t *testing.T) {
 	ep := jsonCall(t, "POST", base+"/api/admin/webhook-endpoints", key, map[string]any{
 		"url": rcv.URL + "/hook", "description": "console test receiver", "retry_max": 1,
 		"events": []string{models.EventRecordCreated, models.EventRecordUpdated, models.EventRecordDeleted}, "module_ids": []string{notes["id"].(string)}})
+	const inboundSecret = "console-inbound-secret-0123456789"
 	hook := jsonCall(t, "PUT", base+"/api/admin/modules/"+leads["id"].(string)+"/inbound-webhook", key, map[string]any{
+		"secret":       inboundSecret,
 		"mapping":      []any{map[string]any{"source": "$.payload.email", "field": "email"}, map[string]any{"source": "$.payload.name", "field": "name"}},
 		"match_fields": []string{"email"},
 	})
-	res, err := http.Post(hook["url"].(string), "application/json", strings.NewReader(`{"email":"ada@example.com","name":"Ada"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusAccepted {
-		t.Fatalf("inbound call: %d, want 202", res.StatusCode)
+	// A call with a wrong signature (401, which cannot be replayed), then a
+	// good one (202), the newest.
+	body := `{"email":"ada@example.com","name":"Ada"}`
+	for _, call := range []struct {
+		secret string
+		want   int
+	}{{"not-the-secret", http.StatusUnauthorized}, {inboundSecret, http.StatusAccepted}} {
+		mac := hmac.New(sha256.New, []byte(call.secret))
+		mac.Write([]byte(body))
+		req, err := http.NewRequest("POST", hook["url"].(string), strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Webhook-Signature", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != call.want {
+			t.Fatalf("inbound call signed with %q: %d, want %d", call.secret, res.StatusCode, call.want)
+		}
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -100,7 +123,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	out := &lineLogger{t: t}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
-	err = cmd.Run()
+	err := cmd.Run()
 	out.flush()
 	if ctx.Err() != nil {
 		t.Fatalf("the console browser test did not finish within 2 minutes")

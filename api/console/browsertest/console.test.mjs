@@ -33,6 +33,11 @@ const TEMPORAL_UI = env('RECORDHUB_TEMPORAL_UI');
 const NAMESPACE = env('RECORDHUB_TEMPORAL_NAMESPACE', 'default');
 const SCREENSHOT = process.env.SCREENSHOT || '';
 const XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">';
+// The browser runs in a zone away from UTC, with a half-hour offset, so
+// that a time shown without its zone, or converted wrongly, is seen.
+const TIMEZONE = 'Asia/Kolkata';
+const ZONE = 'UTC+05:30';
+const ZONE_MINUTES = 330;
 
 class Failure extends Error {}
 
@@ -72,6 +77,34 @@ async function until(what, cond, ms = 30000) {
     if (Date.now() > deadline) throw new Failure(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 150));
   }
+}
+
+// shownTime is how the console must show an RFC 3339 time in TIMEZONE.
+function shownTime(iso) {
+  const d = new Date(Date.parse(iso) + ZONE_MINUTES * 60000);
+  const p = (n) => String(n).padStart(2, '0');
+  return `${d.getUTCFullYear()}-${p(d.getUTCMonth() + 1)}-${p(d.getUTCDate())} ${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} ${ZONE}`;
+}
+
+// checkTimes checks every time the page shows in a <time> element: in the
+// browser's zone, the zone written beside it.
+async function checkTimes(page, what) {
+  const times = await page.locator('main time').evaluateAll((els) => els.map((e) => [e.getAttribute('datetime'), e.textContent]));
+  check(times.length > 0, `${what} shows no time`);
+  for (const [iso, text] of times) {
+    check(text === shownTime(iso), `${what} shows ${iso} as ${JSON.stringify(text)}, want ${JSON.stringify(shownTime(iso))}`);
+  }
+}
+
+// wrapsBetweenWords checks that el's text wraps as prose: between words,
+// never inside one (word-break normal, and no overflow-wrap anywhere).
+async function wrapsBetweenWords(el, what) {
+  const s = await el.evaluate((e) => {
+    const cs = getComputedStyle(e);
+    return { wordBreak: cs.wordBreak, overflowWrap: cs.overflowWrap };
+  });
+  check(s.wordBreak === 'normal' && s.overflowWrap !== 'anywhere',
+    `${what} wraps with word-break ${s.wordBreak} and overflow-wrap ${s.overflowWrap}, want normal and not anywhere`);
 }
 
 function deliveries(params) {
@@ -144,7 +177,7 @@ async function main() {
     args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
   });
   try {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: TIMEZONE });
     await context.exposeBinding('__cspViolation', (_source, v) => problems.push(`CSP violation: ${v}`));
     await context.addInitScript(() => {
       document.addEventListener('securitypolicyviolation', (e) => {
@@ -220,7 +253,14 @@ async function run(page) {
       return await card.getByTestId('endpoint-health').getAttribute('data-state') === 'failing';
     });
     check((await card.getByTestId('endpoint-health').innerText()).trim() === 'failing', 'the badge does not read failing');
-    check((await card.getByTestId('endpoint-health-detail').innerText()).includes('1 failed in a row'), 'consecutive failures are not shown');
+    const detail = await card.getByTestId('endpoint-health-detail').innerText();
+    check(detail.includes('1 failed in a row'), 'consecutive failures are not shown');
+    check(new RegExp(`last failure \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d ${ZONE.replace('+', '\\+')}`).test(detail), `the last failure's time has no zone: ${detail}`);
+    // The endpoint's module by its name and slug, not its id alone.
+    const mod = card.getByTestId('endpoint-module');
+    check(await mod.getAttribute('data-module-id') === MODULE_ID, 'the endpoint\'s module is not shown');
+    const modText = (await mod.innerText()).trim();
+    check(modText.startsWith('Notes') && modText.includes('notes') && !modText.includes(MODULE_ID), `the endpoint's module reads ${JSON.stringify(modText)}, want its name and slug`);
     check((await card.getByTestId('endpoint-success-rate').innerText()).trim() === '0 %', 'the success rate is not 0 %');
     const hours = await card.locator('[data-testid="endpoint-chart"] [data-testid="chart-hour"]').evaluateAll(
       (gs) => gs.map((g) => [Number(g.dataset.attempts), Number(g.dataset.failed)]));
@@ -247,6 +287,14 @@ async function run(page) {
     const full = await api('GET', `/api/admin/webhook-deliveries/${failedID}`);
     const want = `${TEMPORAL_UI}/namespaces/${encodeURIComponent(NAMESPACE)}/workflows/${encodeURIComponent(full.workflow_id)}/${encodeURIComponent(full.run_id)}/history`;
     check(await row.getByTestId('temporal-link').getAttribute('href') === want, `the row's Temporal link is not ${want}`);
+    // The endpoint by its URL, the id beside it.
+    const rowURL = (await row.getByTestId('delivery-endpoint-url').innerText()).trim();
+    check(rowURL === `${RECEIVER}/hook`, `the row shows the endpoint as ${JSON.stringify(rowURL)}, want ${RECEIVER}/hook`);
+    check((await row.innerText()).includes(ENDPOINT_ID), 'the row does not show the endpoint id');
+    check(await row.getAttribute('data-record-id') === full.record_id && full.record_id, `the row's record is ${await row.getAttribute('data-record-id')}, want ${full.record_id}`);
+    await checkTimes(page, 'the deliveries list');
+    const since = (await page.getByTestId('deliveries-filters').innerText());
+    check(since.includes(`Since (${ZONE})`) && since.includes(`Until (${ZONE})`), 'the time filters do not name their zone');
 
     const calls = await apiCallsDuring(async () => {
       await row.getByTestId('delivery-link').click();
@@ -255,6 +303,11 @@ async function run(page) {
     check(calls.length === 1, `opening an attempt made ${calls.length} API calls`);
     check((await page.getByTestId('attempt-response-status').innerText()).trim() === '500', 'the attempt does not show status 500');
     check((await page.getByTestId('attempt-error').innerText()).includes('http_status'), 'the attempt does not show its error code');
+    await wrapsBetweenWords(page.getByTestId('attempt-error'), 'the attempt\'s error message');
+    const attemptURL = (await page.getByTestId('attempt-endpoint-url').innerText()).trim();
+    check(attemptURL === `${RECEIVER}/hook`, `the attempt shows the endpoint as ${JSON.stringify(attemptURL)}`);
+    check((await page.getByTestId('attempt-record-link').innerText()).trim() === full.record_id, 'the attempt does not show its record');
+    await checkTimes(page, 'the attempt');
     const total = page.getByTestId('timing-total');
     check(/\d ms|\d s/.test(await total.innerText()), `the timing total reads ${await total.innerText()}`);
     check(Number(await total.getAttribute('data-ms')) > 0, 'the timing total is not positive');
@@ -330,9 +383,21 @@ async function run(page) {
 
   await step('inbound calls and their replay', async () => {
     await page.getByTestId('nav-inbound').click();
-    await page.locator(`[data-testid="module-row"][data-module-id="${INBOUND_MODULE_ID}"] [data-testid="module-inbound-link"]`).click();
+    const modRow = page.locator(`[data-testid="module-row"][data-module-id="${INBOUND_MODULE_ID}"]`);
+    check((await modRow.getByTestId('module-name').innerText()).trim() === 'Leads', 'the modules list does not name the module');
+    await modRow.getByTestId('module-inbound-link').click();
     const row = page.getByTestId('inbound-row').first();
     await row.waitFor();
+    const name = (await page.getByTestId('inbound-module-name').innerText()).trim();
+    check(name.startsWith('Leads') && name.includes('leads') && !name.includes(INBOUND_MODULE_ID), `the inbound page names its module ${JSON.stringify(name)}`);
+    await checkTimes(page, 'the inbound calls');
+    // The call refused for its signature (401) cannot be replayed: no Replay.
+    const refused = page.locator('[data-testid="inbound-row"]:has([data-testid="inbound-status"][data-status="401"])');
+    check(await refused.count() === 1, `${await refused.count()} calls shown as 401, want 1`);
+    check(await refused.getByTestId('inbound-replay').count() === 0, 'the 401 call offers Replay, which the API refuses');
+    check(await refused.getByTestId('inbound-not-replayable').isVisible(), 'the 401 call does not say it cannot be replayed');
+    await wrapsBetweenWords(refused.getByTestId('inbound-error'), 'the 401 call\'s error');
+    check(await row.getByTestId('inbound-replay').isVisible(), 'the 202 call offers no Replay');
     check(await row.getByTestId('inbound-status').getAttribute('data-status') === '202', 'the inbound call is not shown as 202');
     check((await row.getByTestId('inbound-action').innerText()).trim() === 'created', 'the inbound call is not shown as created');
     await row.getByTestId('inbound-body-toggle').click();
@@ -344,6 +409,40 @@ async function run(page) {
     check((await result.innerText()).includes('202'), `the replay's outcome reads ${await result.innerText()}`);
     await page.getByTestId('inbound-refresh').click();
     await page.locator('[data-testid="inbound-marker"][data-mark="replay"]').waitFor();
+  });
+
+  await step('a record\'s deliveries, from the record shown in an attempt', async () => {
+    // Two events of one record: its creation and an update.
+    const rec = await createRecord('record filter');
+    await api('PATCH', `/api/modules/${encodeURIComponent(MODULE_ID)}/records/${encodeURIComponent(rec.id)}`, { fields: { title: 'record filter, changed' } });
+    const mine = await until('the record\'s two attempts', async () => {
+      const res = await deliveries({ record_id: rec.id });
+      return res.data.length >= 2 && res.data.every((d) => d.finished_at) ? res.data : null;
+    });
+    check(new Set(mine.map((d) => d.event_id)).size === 2 && mine.every((d) => d.record_id === rec.id), 'the API\'s record filter does not answer the record\'s two events');
+    const all = await deliveries({ limit: '1' });
+    check(all.total > mine.length, 'every attempt is the record\'s: the filter would not be seen narrowing the list');
+    await page.evaluate((id) => { location.hash = `#/deliveries/${encodeURIComponent(id)}`; }, mine[0].id);
+    const recLink = page.getByTestId('attempt-record-link');
+    await recLink.waitFor();
+    const calls = await apiCallsDuring(async () => {
+      await recLink.click();
+      await page.waitForURL((u) => u.hash === `#/deliveries?record_id=${encodeURIComponent(rec.id)}`);
+      await page.locator('[data-testid="page-info"]').waitFor();
+    });
+    check(calls.length === 1 && new URL(calls[0], BASE).searchParams.get('record_id') === rec.id, `the record's list called ${calls.join(', ')}`);
+    const shown = await page.getByTestId('delivery-row').evaluateAll((rows) => rows.map((r) => [r.dataset.deliveryId, r.dataset.recordId]));
+    const want = mine.map((d) => d.id).sort();
+    check(JSON.stringify(shown.map(([id]) => id).sort()) === JSON.stringify(want), `the record's list shows ${JSON.stringify(shown)}, want ${want}`);
+    check(shown.every(([, r]) => r === rec.id), 'the record\'s list shows another record\'s attempt');
+    check(await page.getByTestId('filter-record').inputValue() === rec.id, 'the record filter is not shown in the form');
+    // The filter from the form, the same list.
+    await page.getByTestId('filter-clear').click();
+    await page.waitForURL((u) => u.hash === '#/deliveries');
+    await page.getByTestId('filter-record').fill(rec.id);
+    await page.getByTestId('filter-apply').click();
+    await page.waitForURL((u) => u.hash === `#/deliveries?record_id=${encodeURIComponent(rec.id)}`);
+    await page.locator(`[data-testid="page-info"][data-total="${mine.length}"]`).waitFor();
   });
 
   await step('the signing secret only after Reveal', async () => {
@@ -510,6 +609,7 @@ async function run(page) {
       await err.waitFor();
       check((await err.innerText()).includes('not_found'), `the error reads ${await err.innerText()}`);
       check(/^req_/.test(await err.getByTestId('request-id').innerText()), 'the error shows no request id');
+      await wrapsBetweenWords(err.locator('strong'), 'an API error\'s message');
     });
   });
 

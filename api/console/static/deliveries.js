@@ -1,7 +1,7 @@
 // The deliveries panels: the attempts list with its filters, and one
 // attempt in full with its timing, request, response and a replay.
 
-import { h, replace, svg, link, badge, fmtMs, time, toLocalInput, fromLocalInput } from './dom.js';
+import { h, replace, svg, link, badge, fmtMs, time, zoneName, toLocalInput, fromLocalInput } from './dom.js';
 import { request, adminPath, withQuery } from './api.js';
 import { header, loading, errorBox, refreshButton, temporalLink, bodyView } from './panel.js';
 
@@ -13,7 +13,7 @@ const ERROR_CODES = ['timeout', 'connection_refused', 'dns', 'tls', 'blocked_des
   'endpoint_disabled', 'connection', 'in_flight', 'worker_lost', 'event_gone', 'canceled', 'internal'];
 
 // The filters kept in the hash, as the API names them.
-const FILTERS = ['endpoint_id', 'event_id', 'event_type', 'succeeded', 'error', 'since', 'until'];
+const FILTERS = ['endpoint_id', 'event_id', 'record_id', 'event_type', 'succeeded', 'error', 'since', 'until'];
 
 // watch is a replay the user just started: the list of its event polls
 // until the new attempt (replay_of set) has finished, for up to 30 s.
@@ -86,6 +86,7 @@ function filterForm(ctx, f) {
   const fields = {
     endpoint_id: input('endpoint_id', 'filter-endpoint', f.endpoint_id, { placeholder: 'whe_…', size: 24 }),
     event_id: input('event_id', 'filter-event', f.event_id, { placeholder: 'evt_…', size: 24 }),
+    record_id: input('record_id', 'filter-record', f.record_id, { placeholder: 'rec_…', size: 24 }),
     event_type: select('event_type', 'filter-event-type', [['', 'any'], ...EVENT_TYPES.map((t) => [t, t])], f.event_type),
     succeeded: select('succeeded', 'filter-status', [['', 'any'], ['true', 'succeeded'], ['false', 'failed']], f.succeeded),
     error: select('error', 'filter-error', [['', 'any'], ...ERROR_CODES.map((c) => [c, c])], f.error),
@@ -97,11 +98,12 @@ function filterForm(ctx, f) {
   const form = h('form', { class: 'filters', 'data-testid': 'deliveries-filters', novalidate: true },
     label('Endpoint', fields.endpoint_id),
     label('Event id', fields.event_id),
+    label('Record id', fields.record_id),
     label('Event type', fields.event_type),
     label('Status', fields.succeeded),
     label('Error', fields.error),
-    label('Since', fields.since),
-    label('Until', fields.until),
+    label(`Since (${zoneName()})`, fields.since),
+    label(`Until (${zoneName()})`, fields.until),
     h('div', { class: 'filter-actions' },
       h('button', { type: 'submit', 'data-testid': 'filter-apply' }, 'Apply'),
       link('#/deliveries', 'Clear', { class: 'button secondary', 'data-testid': 'filter-clear' }),
@@ -109,7 +111,7 @@ function filterForm(ctx, f) {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     const next = {};
-    for (const k of ['endpoint_id', 'event_id', 'event_type', 'succeeded', 'error']) next[k] = fields[k].value.trim();
+    for (const k of ['endpoint_id', 'event_id', 'record_id', 'event_type', 'succeeded', 'error']) next[k] = fields[k].value.trim();
     for (const k of ['since', 'until']) {
       const v = fromLocalInput(fields[k].value);
       if (v === null) {
@@ -133,21 +135,40 @@ function status(d) {
   return badge(`failed${code}`, 'fail', { 'data-testid': 'delivery-status', 'data-status': 'failed' });
 }
 
+// recordLink links a record id to its deliveries (the record filter).
+function recordLink(recordID, attrs = {}) {
+  return link(`#/deliveries?record_id=${encodeURIComponent(recordID)}`, recordID, { class: 'mono id', title: 'all attempts of this record', ...attrs });
+}
+
+// endpoint shows the endpoint an attempt went to: the URL it was sent to
+// (the endpoint's URL then; the API keeps it with every attempt, so no
+// second call is needed), and its id, a link to its attempts. An attempt
+// that never loaded its endpoint (its event or endpoint was gone) has no
+// URL: the id alone.
+function endpoint(d, testid) {
+  return [
+    d.request_url ? h('div', { class: 'mono url', 'data-testid': testid }, d.request_url) : null,
+    link(`#/deliveries?endpoint_id=${encodeURIComponent(d.endpoint_id)}`, d.endpoint_id,
+      { class: d.request_url ? 'mono small id muted-link' : 'mono id', title: 'all attempts to this endpoint' }),
+  ];
+}
+
 function table(ctx, rows) {
   return h('div', { class: 'table-wrap' }, h('table', { class: 'list', 'data-testid': 'deliveries-table' },
     h('thead', null, h('tr', null,
       ['Started', 'Event', 'Endpoint', 'Attempt', 'Status', 'Error', 'Duration', 'Replay', 'Workflow'].map((t) => h('th', null, t)))),
     h('tbody', null, rows.map((d) => h('tr', {
-      'data-testid': 'delivery-row', 'data-delivery-id': d.id, 'data-replay-of': d.replay_of || null,
+      'data-testid': 'delivery-row', 'data-delivery-id': d.id, 'data-replay-of': d.replay_of || null, 'data-record-id': d.record_id || null,
       'data-status': d.succeeded ? 'succeeded' : 'failed',
     },
     h('td', { class: 'nowrap' }, link(`#/deliveries/${encodeURIComponent(d.id)}`, time(d.started_at), { 'data-testid': 'delivery-link' })),
     h('td', null, h('div', null, d.event_type),
-      link(`#/deliveries?event_id=${encodeURIComponent(d.event_id)}`, d.event_id, { class: 'small mono', title: 'all attempts of this event' })),
-    h('td', null, link(`#/deliveries?endpoint_id=${encodeURIComponent(d.endpoint_id)}`, d.endpoint_id, { class: 'mono small' })),
+      h('div', null, link(`#/deliveries?event_id=${encodeURIComponent(d.event_id)}`, d.event_id, { class: 'small mono id', title: 'all attempts of this event' })),
+      d.record_id ? h('div', { class: 'small' }, 'record ', recordLink(d.record_id, { 'data-testid': 'delivery-record-link' })) : null),
+    h('td', { class: 'endpoint-cell' }, endpoint(d, 'delivery-endpoint-url')),
     h('td', { class: 'num' }, d.attempt === 0 ? '—' : String(d.attempt)),
     h('td', null, status(d)),
-    h('td', { title: d.error_message || null }, d.error ? h('code', null, d.error) : ''),
+    h('td', { class: 'nowrap', title: d.error_message || null }, d.error ? h('code', null, d.error) : ''),
     h('td', { class: 'num' }, d.finished_at ? fmtMs(d.duration_ms) : '—'),
     h('td', null, d.replay_of
       ? link(`#/deliveries/${encodeURIComponent(d.replay_of)}`, '↻ replay', { class: 'small', title: `replay of ${d.replay_of}`, 'data-testid': 'delivery-replay-of' })
@@ -201,23 +222,24 @@ export async function attemptPanel(ctx, _params, id) {
   const row = (label, ...value) => h('div', null, h('dt', null, label), h('dd', null, value));
   replace(body,
     h('div', { class: 'attempt-head' },
-      h('h2', { class: 'mono', 'data-testid': 'attempt-id' }, d.id),
+      h('h2', { class: 'mono id', 'data-testid': 'attempt-id' }, d.id),
       status(d),
       h('div', { class: 'actions' }, replay, temporalLink(ctx.config, d.workflow_id, d.run_id, 'Workflow in Temporal'))),
     result,
     h('dl', { class: 'kv', 'data-testid': 'attempt-fields' },
       row('Response status', h('span', { 'data-testid': 'attempt-response-status' }, d.response_status === null ? '—' : String(d.response_status))),
-      row('Error', d.error ? h('span', { 'data-testid': 'attempt-error' }, h('code', null, d.error), ' ', d.error_message || '') : '—'),
-      row('Request URL', h('span', { class: 'mono', 'data-testid': 'attempt-url' }, d.request_url)),
+      row('Error', d.error ? h('span', { class: 'prose', 'data-testid': 'attempt-error' }, h('code', null, d.error), ' ', d.error_message || '') : '—'),
+      row('Request URL', h('span', { class: 'mono url', 'data-testid': 'attempt-url' }, d.request_url || '—')),
       row('Remote IP', d.remote_ip || '—'),
       row('Started', time(d.started_at)),
       row('Finished', d.finished_at ? time(d.finished_at) : 'in flight'),
       row('Attempt', String(d.attempt), d.replay_of
         ? h('span', null, ' · replay of ', link(`#/deliveries/${encodeURIComponent(d.replay_of)}`, d.replay_of, { class: 'mono', 'data-testid': 'attempt-replay-of' }))
         : null),
-      row('Event', `${d.event_type} `, link(`#/deliveries?event_id=${encodeURIComponent(d.event_id)}`, d.event_id, { class: 'mono', 'data-testid': 'attempt-event-link' })),
-      row('Endpoint', link(`#/deliveries?endpoint_id=${encodeURIComponent(d.endpoint_id)}`, d.endpoint_id, { class: 'mono' })),
-      row('Workflow', d.workflow_id ? h('span', { class: 'mono small' }, d.workflow_id, ' / ', d.run_id) : '—')),
+      row('Event', `${d.event_type} `, link(`#/deliveries?event_id=${encodeURIComponent(d.event_id)}`, d.event_id, { class: 'mono id', 'data-testid': 'attempt-event-link' })),
+      row('Record', d.record_id ? recordLink(d.record_id, { 'data-testid': 'attempt-record-link' }) : '—'),
+      row('Endpoint', endpoint(d, 'attempt-endpoint-url')),
+      row('Workflow', d.workflow_id ? h('span', { class: 'mono small id' }, d.workflow_id, ' / ', d.run_id) : '—')),
     h('h3', null, 'Timing'),
     timingBar(d),
     h('h3', null, 'Request'),

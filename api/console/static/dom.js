@@ -72,17 +72,37 @@ export function badge(text, kind, attrs = {}) {
 
 const pad = (n, w = 2) => String(n).padStart(w, '0');
 
-// fmtTime shows an RFC 3339 time in local time, to the second.
+// zoneName names the browser's offset from UTC at d (now by default), as
+// 'UTC' or 'UTC+05:30': every time the console shows or takes is in the
+// browser's zone, and says which.
+export function zoneName(d = new Date()) {
+  const off = -d.getTimezoneOffset();
+  if (off === 0) return 'UTC';
+  const a = Math.abs(off);
+  return `UTC${off < 0 ? '-' : '+'}${pad(Math.floor(a / 60))}:${pad(a % 60)}`;
+}
+
+// fmtTime shows an RFC 3339 time in the browser's zone, to the second,
+// with the zone: '2026-11-24 08:42:05 UTC+05:30'.
 export function fmtTime(iso) {
   if (!iso) return '—';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return String(iso);
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} ${zoneName(d)}`;
 }
 
-// time is a <time> element showing fmtTime, the exact value on hover.
+// time is a <time> element showing fmtTime, the exact value (as the API
+// answered it, in UTC) on hover.
 export function time(iso) {
   return h('time', { datetime: iso || null, title: iso || null }, fmtTime(iso));
+}
+
+// moduleName shows a module by its name, its slug beside it; a module the
+// API could not name (deleted since) by its id.
+export function moduleName(m, testid = 'module-name') {
+  if (!m || !m.name) return h('code', { class: 'id', 'data-testid': testid }, m ? m.id : '');
+  return h('span', { class: 'module', 'data-testid': testid, 'data-module-id': m.id, title: m.id },
+    m.name, ' ', h('span', { class: 'muted small mono' }, m.slug));
 }
 
 // fmtMs shows a duration in milliseconds; null is a dash.

@@ -3,7 +3,7 @@
 // its deliveries, a recovery, its signing secret), 20 to a page; the page
 // is in the hash (#/endpoints?page=2), so Refresh and a toggle keep it.
 
-import { h, replace, svg, link, badge, fmtMs, fmtRate, fmtTime, time, fromLocalInput } from './dom.js';
+import { h, replace, svg, link, badge, fmtMs, fmtRate, fmtTime, time, zoneName, moduleName, fromLocalInput } from './dom.js';
 import { request, adminPath, withQuery } from './api.js';
 import { header, loading, errorBox, refreshButton } from './panel.js';
 
@@ -105,9 +105,9 @@ function card(ctx, e) {
       badge(health.state || 'unknown', HEALTH_KIND[health.state] || 'muted', { 'data-testid': 'endpoint-health', 'data-state': health.state || '' })),
     e.description ? h('p', { class: 'desc', 'data-testid': 'endpoint-description' }, e.description) : null,
     h('p', { class: 'meta' },
-      h('code', { 'data-testid': 'endpoint-id' }, e.id), ' · ',
+      h('code', { class: 'id', 'data-testid': 'endpoint-id' }, e.id), ' · ',
       h('span', { 'data-testid': 'endpoint-events' }, (e.events || []).map((ev) => h('span', { class: 'chip' }, ev))),
-      ' · ', (e.module_ids || []).length ? `modules ${e.module_ids.join(', ')}` : 'all modules',
+      ' · ', modules(e),
       ' · ', `up to ${e.retry_max} attempt${e.retry_max === 1 ? '' : 's'} a delivery`),
     h('p', { class: 'health-detail muted', 'data-testid': 'endpoint-health-detail' }, detail.length ? detail.join(' · ') : 'no failures'),
     stats(e.stats),
@@ -118,6 +118,20 @@ function card(ctx, e) {
       reveal),
     notice,
     extra);
+}
+
+// modules shows the modules an endpoint hears by name, slug beside; a
+// module deleted since by its id.
+function modules(e) {
+  const ids = e.module_ids || [];
+  if (ids.length === 0) return h('span', { 'data-testid': 'endpoint-modules' }, 'all modules');
+  const named = new Map((e.modules || []).map((m) => [m.id, m]));
+  const list = [];
+  ids.forEach((id, i) => {
+    if (i > 0) list.push(', ');
+    list.push(moduleName(named.get(id) || { id }, 'endpoint-module'));
+  });
+  return h('span', { 'data-testid': 'endpoint-modules' }, ids.length === 1 ? 'module ' : 'modules ', list);
 }
 
 function stats(s) {
@@ -173,7 +187,7 @@ function recoverForm(ctx, e, close) {
   const submit = h('button', { type: 'submit', 'data-testid': 'recover-submit' }, 'Start recovery');
   const out = h('div', { class: 'recover-out' });
   const form = h('form', { class: 'recover', 'data-testid': 'recover-form', novalidate: true },
-    h('p', null, 'Replay every event this endpoint failed to receive in a time window (your local time).'),
+    h('p', null, `Replay every event this endpoint failed to receive in a time window (your local time, ${zoneName()}).`),
     h('div', { class: 'fields' },
       h('label', null, 'Since', since, sinceErr),
       h('label', null, 'Until (optional, default now)', until, untilErr)),

@@ -1,7 +1,8 @@
 // The inbound panel: a module picker, then the calls a module's inbound
-// webhook received with their outcomes, and a replay of any of them.
+// webhook received with their outcomes, and a replay of those the API
+// replays (replayable).
 
-import { h, replace, link, badge, time } from './dom.js';
+import { h, replace, link, badge, time, moduleName } from './dom.js';
 import { request, adminPath, withQuery } from './api.js';
 import { header, loading, errorBox, refreshButton, bodyView } from './panel.js';
 
@@ -33,18 +34,20 @@ async function modulesPanel(ctx) {
   replace(body, h('table', { class: 'list', 'data-testid': 'modules-table' },
     h('thead', null, h('tr', null, ['Module', 'Slug', 'Id', ''].map((t) => h('th', null, t)))),
     h('tbody', null, mods.map((m) => h('tr', { 'data-testid': 'module-row', 'data-module-id': m.id },
-      h('td', null, m.name),
+      h('td', { 'data-testid': 'module-name' }, m.name),
       h('td', { class: 'mono' }, m.slug),
-      h('td', { class: 'mono small' }, m.id),
+      h('td', { class: 'mono small id' }, m.id),
       h('td', null, link(`#/inbound?module=${encodeURIComponent(m.id)}`, 'Inbound calls', { 'data-testid': 'module-inbound-link' })))))));
 }
 
 async function eventsPanel(ctx, moduleID, page) {
   const body = h('div', null, loading('inbound calls'));
+  // The module is shown by its id until the answer names it.
+  const module = h('span', { 'data-testid': 'inbound-module' }, h('code', { class: 'id' }, moduleID));
   replace(ctx.main,
     header('Inbound calls', link('#/inbound', '← Modules', { class: 'button secondary', 'data-testid': 'inbound-modules' }),
       refreshButton(ctx.reload, 'inbound-refresh')),
-    h('p', { class: 'muted' }, 'Module ', h('code', { 'data-testid': 'inbound-module' }, moduleID), ', newest first.'),
+    h('p', { class: 'muted' }, 'Module ', module, ', newest first.'),
     body);
   let res;
   try {
@@ -54,6 +57,7 @@ async function eventsPanel(ctx, moduleID, page) {
     return;
   }
   if (!ctx.alive()) return;
+  if (res.module) replace(module, moduleName(res.module, 'inbound-module-name'));
   const evs = res.data || [];
   const pages = Math.max(1, Math.ceil(res.total / PAGE_SIZE));
   const pageLink = (p, text, testid) => (p >= 1 && p <= pages && p !== page)
@@ -74,7 +78,14 @@ function statusBadge(code, testid) {
   return badge(String(code), code >= 200 && code < 300 ? 'ok' : 'fail', { 'data-testid': testid, 'data-status': code });
 }
 
-function eventRow(ctx, moduleID, ev) {
+// replayCell offers Replay where the API would replay the call; elsewhere
+// (a call refused before its body was read or its signature checked, a 401
+// say) it says why not, instead of a button the API answers 409.
+function replayCell(ctx, moduleID, ev) {
+  if (!ev.replayable) {
+    return h('span', { class: 'muted small prose', 'data-testid': 'inbound-not-replayable',
+      title: 'Only a call whose whole body was read and whose signature passed can be replayed.' }, 'not replayable');
+  }
   const result = h('div', { class: 'small', 'data-testid': 'inbound-replay-result' });
   const replay = h('button', {
     type: 'button', class: 'secondary', 'data-testid': 'inbound-replay',
@@ -98,20 +109,26 @@ function eventRow(ctx, moduleID, ev) {
         out.action || '', out.record_id ? ` record ${out.record_id}` : '', ` (call ${out.id})`));
     },
   }, 'Replay');
+  return [replay, result];
+}
+
+function eventRow(ctx, moduleID, ev) {
   const marks = [];
-  if (ev.duplicate_of) marks.push(h('div', { 'data-testid': 'inbound-marker', 'data-mark': 'duplicate' }, 'duplicate of ', h('code', null, ev.duplicate_of)));
-  if (ev.replay_of) marks.push(h('div', { 'data-testid': 'inbound-marker', 'data-mark': 'replay' }, 'replay of ', h('code', null, ev.replay_of)));
+  if (ev.duplicate_of) marks.push(h('div', { 'data-testid': 'inbound-marker', 'data-mark': 'duplicate' }, 'duplicate of ', h('code', { class: 'id' }, ev.duplicate_of)));
+  if (ev.replay_of) marks.push(h('div', { 'data-testid': 'inbound-marker', 'data-mark': 'replay' }, 'replay of ', h('code', { class: 'id' }, ev.replay_of)));
   if (ev.body_truncated) marks.push(h('div', { 'data-testid': 'inbound-marker', 'data-mark': 'truncated' }, `body truncated (${ev.body_size} bytes)`));
-  return h('tr', { 'data-testid': 'inbound-row', 'data-event-id': ev.id },
+  return h('tr', { 'data-testid': 'inbound-row', 'data-event-id': ev.id, 'data-replayable': String(!!ev.replayable) },
     h('td', null, time(ev.received_at), h('div', { class: 'muted small mono' }, ev.ip || '')),
     h('td', null, statusBadge(ev.status, 'inbound-status')),
     h('td', { 'data-testid': 'inbound-action' }, ev.action || '—'),
-    h('td', { class: 'mono small' }, ev.record_id || '—'),
-    h('td', { 'data-testid': 'inbound-error' }, ev.error
+    h('td', { class: 'small' }, ev.record_id
+      ? link(`#/deliveries?record_id=${encodeURIComponent(ev.record_id)}`, ev.record_id, { class: 'mono id', title: 'the webhook deliveries of this record' })
+      : '—'),
+    h('td', { class: 'prose', 'data-testid': 'inbound-error' }, ev.error
       ? [h('code', null, ev.error.code), ' ', ev.error.message,
         (ev.error.details || []).length ? h('ul', { class: 'details' }, ev.error.details.map((d) => h('li', null, h('code', null, d.field), ' ', d.message))) : null]
       : '—'),
     h('td', null, marks.length ? marks : '—'),
     h('td', null, h('details', { 'data-testid': 'inbound-body' }, h('summary', { 'data-testid': 'inbound-body-toggle' }, `${ev.body_size} bytes`), bodyView(ev.body, 'inbound-body-text'))),
-    h('td', null, replay, result));
+    h('td', null, replayCell(ctx, moduleID, ev)));
 }
