@@ -2,8 +2,8 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -27,11 +27,16 @@ func (in keyInput) model() (models.KeyInput, error) {
 	case "null":
 		out.ClearExpiry = true
 	default:
-		var t time.Time
-		if err := json.Unmarshal(in.ExpiresAt, &t); err != nil {
+		var v string
+		if err := json.Unmarshal(in.ExpiresAt, &v); err != nil {
 			return out, models.ValidationError([]models.FieldError{{Field: "expires_at", Message: "must be an RFC 3339 date-time or null"}})
 		}
-		t = t.UTC().Truncate(time.Microsecond) // what PostgreSQL keeps
+		t, err := models.ParseTime(v)
+		if errors.Is(err, models.ErrTimeFormat) {
+			return out, models.ValidationError([]models.FieldError{{Field: "expires_at", Message: "must be an RFC 3339 date-time or null"}})
+		} else if err != nil {
+			return out, models.ValidationError([]models.FieldError{{Field: "expires_at", Message: err.Error()}})
+		}
 		out.ExpiresAt = &t
 	}
 	return out, nil

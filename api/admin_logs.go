@@ -78,6 +78,11 @@ func (s *Server) adminKeyUsage(c *gin.Context) {
 		end = to.UTC()
 	}
 	start := end.Add(-span).Truncate(unit)
+	if start.Year() < 1 {
+		// A default window before year 1 starts there: no time outside
+		// years 1..9999 is answered either.
+		start = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
 	if from != nil {
 		start = from.UTC().Truncate(unit)
 	}

@@ -118,15 +118,15 @@ func (s *Server) adminGetRecovery(c *gin.Context) {
 	c.JSON(http.StatusOK, recoveryOut(rec))
 }
 
-// bodyTime parses an RFC 3339 date-time from a JSON body: nil when absent,
-// else the time or why it is not one.
+// bodyTime parses a time value of a JSON body (models.ParseTime): nil when
+// absent, else the time or why it is not one.
 func bodyTime(v *string) (*time.Time, string) {
 	if v == nil || *v == "" {
 		return nil, ""
 	}
-	t, err := time.Parse(time.RFC3339Nano, *v)
+	t, err := models.ParseTime(*v)
 	if err != nil {
-		return nil, "must be an RFC 3339 date-time"
+		return nil, err.Error()
 	}
 	return &t, ""
 }

@@ -40,15 +40,17 @@ func pageOf(c *gin.Context) (models.Page, error) {
 	return p, nil
 }
 
-// timeParam reads an optional RFC 3339 query parameter.
+// timeParam reads an optional time query parameter: an RFC 3339
+// date-time within years 1 to 9999 in UTC (models.ParseTime), returned in
+// UTC at the stores' precision.
 func timeParam(c *gin.Context, name string) (*time.Time, error) {
 	v, ok := c.GetQuery(name)
 	if !ok || v == "" {
 		return nil, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, v)
+	t, err := models.ParseTime(v)
 	if err != nil {
-		return nil, invalid("%s must be an RFC 3339 date-time", name)
+		return nil, invalid("%s %v", name, err)
 	}
 	return &t, nil
 }

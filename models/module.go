@@ -2,6 +2,7 @@ package models
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/mail"
@@ -230,7 +231,9 @@ func checkValue(f Field, v any) string {
 		if !ok {
 			return "must be an RFC 3339 date-time string"
 		}
-		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+		if _, err := ParseTime(s); errors.Is(err, ErrTimeRange) {
+			return err.Error()
+		} else if err != nil {
 			return "must be an RFC 3339 date-time string"
 		}
 	case TypeEmail:
@@ -333,6 +336,12 @@ func (f Field) FilterValue(raw string) (any, error) {
 		return nil, fmt.Errorf("filter[%s] must be true or false", f.Name)
 	case TypeJSON:
 		return nil, fmt.Errorf("filter[%s]: json fields cannot be filtered", f.Name)
+	case TypeDatetime:
+		// No stored value can equal a time that is not one, or one outside
+		// the years records accept.
+		if _, err := ParseTime(raw); err != nil {
+			return nil, fmt.Errorf("filter[%s] %w", f.Name, err)
+		}
 	}
 	if msg := unstorable(raw); msg != "" {
 		return nil, fmt.Errorf("filter[%s] %s", f.Name, msg)
