@@ -124,8 +124,8 @@ type EndpointInput struct {
 // is the egress guard of activities, injected so that models does not dial.
 type URLChecker func(ctx context.Context, rawURL string) error
 
-// validateEndpoint checks an endpoint's settings, and its URL with check
-// when check is not nil.
+// validateEndpoint checks an endpoint's settings, and its URL (its
+// characters, then check) when check is not nil.
 func (s *Store) validateEndpoint(ctx context.Context, tenantID string, e *WebhookEndpoint, check URLChecker) ([]FieldError, error) {
 	var errs []FieldError
 	if len(e.Description) > 500 {
@@ -155,6 +155,9 @@ func (s *Store) validateEndpoint(ctx context.Context, tenantID string, e *Webhoo
 	}
 	if len(errs) > 0 || check == nil {
 		return errs, nil
+	}
+	if err := CheckURLCharacters(e.URL); err != nil {
+		return nil, err
 	}
 	if err := check(ctx, e.URL); err != nil {
 		return nil, err
