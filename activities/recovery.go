@@ -132,9 +132,12 @@ func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (Recov
 	if limit < 1 {
 		limit = DefaultRecoveryPage
 	}
-	left := cmp.Or(in.MaxEvents, models.MaxRecoveryEvents) - in.Before.Found
-	take, ask := min(limit, max(left, 0)), limit
-	if take == left || take == 0 {
+	// left is what the cap leaves this page and those after it; when it is
+	// no more than a page (last), the page asks one event more, to tell a
+	// recovery that ended exactly at its cap from one with events left.
+	left := max(cmp.Or(in.MaxEvents, models.MaxRecoveryEvents)-in.Before.Found, 0)
+	take, ask, last := min(limit, left), limit, left <= limit
+	if last {
 		ask = take + 1
 	}
 	ep, err := r.store.GetEndpoint(ctx, in.TenantID, in.EndpointID)
@@ -160,7 +163,7 @@ func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (Recov
 		out.Capped = true
 		next := page[take]
 		page = page[:take]
-		at := cmp.Or(in.After, next.EventID)
+		at := in.After
 		if len(page) > 0 {
 			at = page[len(page)-1].EventID
 		}
@@ -168,7 +171,7 @@ func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (Recov
 			return RecoverPageOutput{}, err
 		}
 	}
-	out.Found, out.Done = len(page), out.Capped || len(page) < take || take == left
+	out.Found, out.Done = len(page), last || len(page) < take
 	if len(page) == 0 {
 		return out, nil
 	}

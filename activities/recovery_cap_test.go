@@ -124,6 +124,29 @@ func TestRecoverPageCap(t *testing.T) {
 					}
 				})
 			}
+
+			// A page asked for with the cap already reached (it never is:
+			// the page that reaches it ends the recovery) still ends it.
+			rec, err := s.CreateRecovery(ctx, f.endpoint, since, time.Now().UTC(), time.Now().UTC(), func(n int) string { return fmt.Sprint("rcv-wf-", n) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := NewRecoverer(s, &fakeReplays{started: map[string]string{}}, 2, nil)
+			for _, c := range []struct {
+				after string
+				want  RecoverPageOutput
+			}{
+				{events[4].ID, RecoverPageOutput{Done: true}},
+				{events[1].ID, RecoverPageOutput{Done: true, Capped: true}},
+			} {
+				out, err := r.RecoverPage(ctx, RecoverPageInput{
+					RecoveryID: rec.ID, TenantID: f.tenantID, EndpointID: f.endpoint.ID, Since: rec.WindowSince, Until: rec.WindowUntil,
+					AsOf: rec.WindowUntil, After: c.after, Limit: 2, MaxEvents: 3, Before: models.RecoveryProgress{Found: 4},
+				})
+				if err != nil || out != c.want {
+					t.Errorf("page after %s past the cap: %+v, %v; want %+v", c.after, out, err, c.want)
+				}
+			}
 		})
 	}
 }
