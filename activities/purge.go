@@ -79,7 +79,9 @@ type PurgeInput struct {
 // PurgeOutput is what a purge of one kind did.
 type PurgeOutput struct {
 	Kind models.PurgeKind `json:"kind"`
-	// Deleted counts the rows deleted, over every attempt of the activity.
+	// Deleted counts the rows deleted, over every attempt of the activity,
+	// with the numbering rows that go with the kind (finished recoveries
+	// with delivery attempts, replay numbers of purged events with events).
 	Deleted int64 `json:"deleted"`
 	// Cutoff is the time before which rows were deleted; zero when the
 	// kind is kept for ever.

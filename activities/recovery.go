@@ -1,12 +1,15 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -20,6 +23,7 @@ type RecoveryStore interface {
 	RecoveryPage(ctx context.Context, q models.RecoveryPageQuery) ([]models.RecoveryCandidate, error)
 	ReserveRecoveryReplays(ctx context.Context, recoveryID, endpointID string, eventIDs []string, workflowID func(eventID string, n int) string) (map[string]string, error)
 	SetRecoveryProgress(ctx context.Context, id string, p models.RecoveryProgress) error
+	CapRecovery(ctx context.Context, id, atEventID string, nextSince time.Time) error
 	FinishRecovery(ctx context.Context, id, status string, p models.RecoveryProgress, why string, at time.Time) error
 }
 
@@ -92,6 +96,9 @@ type RecoverPageInput struct {
 	// Before is the recovery's progress before this page; the page writes
 	// it plus its own counts.
 	Before models.RecoveryProgress `json:"before"`
+	// MaxEvents caps the events the whole recovery finds; zero means
+	// models.MaxRecoveryEvents.
+	MaxEvents int `json:"max_events,omitempty"`
 }
 
 // RecoverPageOutput is what a page did.
@@ -103,6 +110,8 @@ type RecoverPageOutput struct {
 	Last string `json:"last"`
 	// Done: no page follows.
 	Done bool `json:"done"`
+	// Capped: the page reached the recovery's cap with events left.
+	Capped bool `json:"capped,omitempty"`
 }
 
 // RecoverPage replays one page of a recovery's events: it reads the page,
@@ -113,10 +122,23 @@ type RecoverPageOutput struct {
 // starts that went through are then refused as already started, and
 // counted as replayed once. The endpoint deleted or disabled stops the
 // recovery (ErrTypeRecoveryStopped, not retried).
+//
+// The cap is kept here, not in the workflow, so that the workflow's
+// commands are unchanged: the page that would pass it takes only what is
+// left under it, reads one event more to know whether any is left, and
+// if so records the recovery capped and ends it (Done).
 func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (RecoverPageOutput, error) {
 	limit := in.Limit
 	if limit < 1 {
 		limit = DefaultRecoveryPage
+	}
+	// left is what the cap leaves this page and those after it; when it is
+	// no more than a page (last), the page asks one event more, to tell a
+	// recovery that ended exactly at its cap from one with events left.
+	left := max(cmp.Or(in.MaxEvents, models.MaxRecoveryEvents)-in.Before.Found, 0)
+	take, ask, last := min(limit, left), limit, left <= limit
+	if last {
+		ask = take + 1
 	}
 	ep, err := r.store.GetEndpoint(ctx, in.TenantID, in.EndpointID)
 	if errors.Is(err, models.ErrNotFound) {
@@ -130,12 +152,26 @@ func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (Recov
 	}
 	page, err := r.store.RecoveryPage(ctx, models.RecoveryPageQuery{
 		TenantID: in.TenantID, EndpointID: in.EndpointID, Since: in.Since, Until: in.Until, AsOf: in.AsOf,
-		After: in.After, Limit: limit,
+		After: in.After, Limit: ask,
 	})
 	if err != nil {
 		return RecoverPageOutput{}, err
 	}
-	out := RecoverPageOutput{Found: len(page), Done: len(page) < limit}
+	var out RecoverPageOutput
+	if len(page) > take {
+		// Events are left past the cap: page[take] is the first of them.
+		out.Capped = true
+		next := page[take]
+		page = page[:take]
+		at := in.After
+		if len(page) > 0 {
+			at = page[len(page)-1].EventID
+		}
+		if err := r.store.CapRecovery(ctx, in.RecoveryID, at, resumeSince(next, in.Since)); err != nil {
+			return RecoverPageOutput{}, err
+		}
+	}
+	out.Found, out.Done = len(page), last || len(page) < take
 	if len(page) == 0 {
 		return out, nil
 	}
@@ -167,6 +203,27 @@ func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (Recov
 		return RecoverPageOutput{}, err
 	}
 	return out, nil
+}
+
+// resumeSince is where a recovery that stopped at its cap before next
+// should be followed by the next one: the time next's id was made, to the
+// millisecond. Ids sort by the time they were made and a delivery starts
+// after its event was written, so every event from next on has its
+// deliveries at or after it. An id that is not one (never, today) gives
+// the recovery's own since, which loses nothing.
+func resumeSince(next models.RecoveryCandidate, since time.Time) time.Time {
+	_, raw, ok := strings.Cut(next.EventID, "_")
+	if !ok {
+		return since
+	}
+	id, err := ulid.ParseStrict(strings.ToUpper(raw))
+	if err != nil {
+		return since
+	}
+	if at := ulid.Time(id.Time()).UTC(); at.After(since) {
+		return at
+	}
+	return since
 }
 
 // startAll starts the replays of cs, r.concurrency at a time, and returns

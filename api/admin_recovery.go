@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -35,12 +36,26 @@ type recoveryJSON struct {
 	Error      *string    `json:"error"`
 	StartedAt  time.Time  `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
+	// Capped: the recovery stopped at its cap with events left; the next
+	// recovery starts at NextSince (with the same until).
+	Capped          bool       `json:"capped"`
+	CappedAtEventID *string    `json:"capped_at_event_id"`
+	NextSince       *time.Time `json:"next_since"`
+}
+
+// recoveryConflictBody refuses a recovery while another of the endpoint
+// runs, naming it.
+type recoveryConflictBody struct {
+	errorBody
+	RecoveryID string `json:"recovery_id"`
+	WorkflowID string `json:"workflow_id"`
 }
 
 func recoveryOut(r *models.WebhookRecovery) recoveryJSON {
 	out := recoveryJSON{
 		ID: r.ID, EndpointID: r.EndpointID, WorkflowID: r.WorkflowID, Since: r.WindowSince, Until: r.WindowUntil,
 		Status: r.Status, Found: r.Found, Replayed: r.Replayed, Failed: r.Failed, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		Capped: r.Capped, CappedAtEventID: r.CappedAtEventID, NextSince: r.NextSince,
 	}
 	if r.Error != "" {
 		out.Error = &r.Error
@@ -92,6 +107,14 @@ func (s *Server) adminRecoverEndpoint(c *gin.Context) {
 		return
 	}
 	rec, err := s.recoverer.StartRecovery(c.Request.Context(), tenantOf(c), c.Param("id"), *since, until)
+	var running *models.RecoveryRunningError
+	if errors.As(err, &running) {
+		c.AbortWithStatusJSON(http.StatusConflict, recoveryConflictBody{
+			errorBody:  errorBody{Error: string(models.KindConflict), Message: running.Error(), RequestID: requestID(c)},
+			RecoveryID: running.Running.ID, WorkflowID: running.Running.WorkflowID,
+		})
+		return
+	}
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -61,7 +61,7 @@ func (r recoverer) CheckRecovery(ctx context.Context, rec *models.WebhookRecover
 
 // TestRecoverEndpoint: recover answers 202 with the recovery's ids,
 // starts its workflow with the window capped at now, and the status route
-// shows it running; a second recovery is numbered 2.
+// shows it running; a second recovery, once the first ended, is numbered 2.
 func TestRecoverEndpoint(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d models.Dialect) {
 		starter := &fakeStarter{}
@@ -97,6 +97,10 @@ func TestRecoverEndpoint(t *testing.T) {
 		status := e.call("GET", "/api/admin/webhook-endpoints/"+ep+"/recoveries/"+got.RecoveryID, e.admin, nil).want(200).json()
 		if status["status"] != "running" || status["found"] != 0.0 || status["finished_at"] != nil || status["workflow_id"] != got.WorkflowID {
 			t.Errorf("status %v, want running with nothing found yet", status)
+		}
+		// Once the first ended, a second is numbered 2.
+		if err := store.FinishRecovery(t.Context(), got.RecoveryID, models.RecoveryCompleted, models.RecoveryProgress{}, "", time.Now()); err != nil {
+			t.Fatal(err)
 		}
 		second := e.call("POST", "/api/admin/webhook-endpoints/"+ep+"/recover", e.admin, map[string]any{"since": since.Format(time.RFC3339)}).want(202).json()
 		if second["workflow_id"] != "webhook-recovery/"+ep+"/2" {

@@ -40,6 +40,33 @@ type WebhookRecovery struct {
 	Error      string
 	StartedAt  time.Time `gorm:"autoCreateTime:false"`
 	FinishedAt *time.Time
+	// Capped: the recovery stopped at its cap (MaxRecoveryEvents) with
+	// events left in its window. CappedAtEventID is the last event it
+	// took; NextSince is where the next recovery of the rest starts.
+	Capped          bool
+	CappedAtEventID *string
+	NextSince       *time.Time
+}
+
+// MaxRecoveryEvents is the most events one recovery finds (replayed or
+// failed): what one request may start is bounded. A recovery that
+// reaches it completes with Capped set and says where the next one starts.
+const MaxRecoveryEvents = 10000
+
+// RecoveryRunningError refuses a recovery of an endpoint that has one
+// running already; it is a conflict, and names the running one.
+type RecoveryRunningError struct {
+	Running *WebhookRecovery
+}
+
+func (e *RecoveryRunningError) Error() string { return e.conflict().Message }
+
+// Unwrap makes the refusal a KindConflict *Error for callers that only
+// need its kind.
+func (e *RecoveryRunningError) Unwrap() error { return e.conflict() }
+
+func (e *RecoveryRunningError) conflict() *Error {
+	return Errorf(KindConflict, "recovery %s of this endpoint is running; wait for it to end (its status route) before starting another", e.Running.ID)
 }
 
 // RecoveryProgress is what a recovery has done so far.
@@ -47,34 +74,76 @@ type RecoveryProgress struct {
 	Found, Replayed, Failed int
 }
 
+// createRecoveryTries bounds CreateRecovery's attempts when the running
+// recovery it collided with ended before it could be read.
+const createRecoveryTries = 3
+
 // CreateRecovery records a new recovery of endpoint e's deliveries in
-// [since, until), asked for at asOf, running, numbered after the
-// endpoint's last one, and returns it with the workflow id that workflowID
-// derives from its number.
+// [since, until), asked for at asOf, running, numbered with the endpoint's
+// next recovery number, and returns it with the workflow id that
+// workflowID derives from its number. An endpoint with a running recovery
+// gets *RecoveryRunningError naming it: the database holds one running
+// recovery per endpoint (a partial unique index), so that processes
+// racing each other cannot both start one. Numbers come from a counter on
+// the endpoint, not from the rows, which retention deletes: a number
+// refused here is not used up, and a number is never given twice.
 func (s *Store) CreateRecovery(ctx context.Context, e *WebhookEndpoint, since, until, asOf time.Time, workflowID func(n int) string) (*WebhookRecovery, error) {
+	for try := 1; ; try++ {
+		r, err := s.createRecovery(ctx, e, since, until, asOf, workflowID)
+		if !isUniqueViolation(err) {
+			return r, err
+		}
+		running, rerr := s.RunningRecovery(ctx, e.TenantID, e.ID)
+		switch {
+		case rerr == nil:
+			return nil, &RecoveryRunningError{Running: running}
+		case !errors.Is(rerr, ErrNotFound):
+			return nil, rerr
+		case try == createRecoveryTries:
+			return nil, Errorf(KindConflict, "another recovery of this endpoint was started at the same moment; try again")
+		}
+	}
+}
+
+func (s *Store) createRecovery(ctx context.Context, e *WebhookEndpoint, since, until, asOf time.Time, workflowID func(n int) string) (*WebhookRecovery, error) {
 	r := &WebhookRecovery{
 		ID: NewID(PrefixRecovery), TenantID: e.TenantID, EndpointID: e.ID,
 		WindowSince: since.UTC(), WindowUntil: until.UTC(), Status: RecoveryRunning, StartedAt: asOf.UTC(),
 	}
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		var last *int
-		if err := tx.Raw("SELECT MAX(n) FROM webhook_recoveries WHERE endpoint_id = ?", e.ID).Scan(&last).Error; err != nil {
-			return fmt.Errorf("last recovery: %w", err)
+		// The update locks the endpoint's row on PostgreSQL: concurrent
+		// creates of one endpoint take their numbers in turn.
+		res := tx.Exec("UPDATE webhook_endpoints SET recovery_seq = recovery_seq + 1 WHERE id = ? AND tenant_id = ?", e.ID, e.TenantID)
+		if res.Error != nil {
+			return fmt.Errorf("next recovery number: %w", res.Error)
 		}
-		r.N = 1
-		if last != nil {
-			r.N = *last + 1
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		if err := tx.Raw("SELECT recovery_seq FROM webhook_endpoints WHERE id = ?", e.ID).Scan(&r.N).Error; err != nil {
+			return fmt.Errorf("next recovery number: %w", err)
 		}
 		r.WorkflowID = workflowID(r.N)
 		return tx.Create(r).Error
 	})
-	if isUniqueViolation(err) {
-		return nil, Errorf(KindConflict, "another recovery of this endpoint was started at the same moment; try again")
-	}
 	if err != nil {
+		if errors.Is(err, ErrNotFound) || isUniqueViolation(err) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("create recovery: %w", err)
 	}
 	return r, nil
+}
+
+// RunningRecovery returns the endpoint's running recovery, ErrNotFound
+// when none runs.
+func (s *Store) RunningRecovery(ctx context.Context, tenantID, endpointID string) (*WebhookRecovery, error) {
+	var r WebhookRecovery
+	err := s.r.WithContext(ctx).Where("tenant_id = ? AND endpoint_id = ? AND status = ?", tenantID, endpointID, RecoveryRunning).Take(&r).Error
+	if err != nil {
+		return nil, notFoundOr(err, "load running recovery")
+	}
+	return &r, nil
 }
 
 // GetRecovery returns one of the tenant's recoveries of an endpoint.
@@ -97,6 +166,20 @@ func (s *Store) SetRecoveryProgress(ctx context.Context, id string, p RecoveryPr
 	})
 	if err != nil {
 		return fmt.Errorf("recovery progress: %w", err)
+	}
+	return nil
+}
+
+// CapRecovery records that a running recovery reached its cap: atEventID
+// is the last event it took, nextSince where the next recovery of the
+// events left starts. It stays running until FinishRecovery.
+func (s *Store) CapRecovery(ctx context.Context, id, atEventID string, nextSince time.Time) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&WebhookRecovery{}).Where("id = ? AND status = ?", id, RecoveryRunning).
+			Updates(map[string]any{"capped": true, "capped_at_event_id": atEventID, "next_since": nextSince.UTC()}).Error
+	})
+	if err != nil {
+		return fmt.Errorf("cap recovery: %w", err)
 	}
 	return nil
 }

@@ -41,9 +41,32 @@ var purgeQueries = map[PurgeKind]string{
 		(SELECT id FROM inbound_events WHERE received_at < ? ORDER BY received_at LIMIT ?)`,
 }
 
+// purgeNumbering deletes, with a kind and by its cutoff, one batch of the
+// numbering rows that can no longer name a workflow id again: a number
+// reused would name a workflow Temporal may still keep, and its start
+// would be refused.
+//   - With events: replay numbers (webhook_replays) of events no longer
+//     stored. A replay of a purged event is never started (the single
+//     replay answers not found, a recovery counts it failed), so no
+//     number of the event is asked for again. A replay row is written
+//     after its event was dispatched, so one created before the cutoff
+//     belongs to an event the same cutoff purges.
+//   - With delivery attempts: finished recoveries. Their numbers come
+//     from the endpoint's counter (recovery_seq), not from these rows.
+var purgeNumbering = map[PurgeKind]string{
+	PurgeEvents: `DELETE FROM webhook_replays WHERE (event_id, endpoint_id, n) IN
+		(SELECT r.event_id, r.endpoint_id, r.n FROM webhook_replays r
+		 WHERE r.created_at < ? AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = r.event_id)
+		 ORDER BY r.created_at LIMIT ?)`,
+	PurgeDeliveries: `DELETE FROM webhook_recoveries WHERE id IN
+		(SELECT id FROM webhook_recoveries WHERE finished_at < ? AND status <> 'running' ORDER BY finished_at LIMIT ?)`,
+}
+
 // Purge deletes at most batch rows of kind older than before, the oldest
 // first, in one short transaction, and returns how many it deleted: fewer
-// than batch means none older is left. Callers loop, pausing between
+// than batch means none older is left. The same transaction deletes at
+// most batch of the numbering rows that go with the kind (purgeNumbering),
+// counted with them. Callers loop, pausing between
 // batches, so that writes are never stalled behind a long delete. Usage
 // figures are unaffected: they are kept in key_usage, added to as access
 // logs are written.
@@ -62,6 +85,13 @@ func (s *Store) Purge(ctx context.Context, kind PurgeKind, before time.Time, bat
 			return fmt.Errorf("purge %s: %w", kind, res.Error)
 		}
 		n = res.RowsAffected
+		if q, ok := purgeNumbering[kind]; ok {
+			res := tx.Exec(q, before.UTC(), batch)
+			if res.Error != nil {
+				return fmt.Errorf("purge %s numbering: %w", kind, res.Error)
+			}
+			n += res.RowsAffected
+		}
 		return nil
 	})
 	return n, err

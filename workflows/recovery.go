@@ -64,6 +64,10 @@ type RecoveryInput struct {
 	// PageHeartbeat is how soon a page whose worker died is retried
 	// elsewhere; zero means DefaultPageHeartbeat.
 	PageHeartbeat time.Duration `json:"page_heartbeat,omitempty"`
+	// MaxEvents caps the events the recovery finds; zero means
+	// models.MaxRecoveryEvents. The pages keep the cap: the workflow only
+	// passes it on.
+	MaxEvents int `json:"max_events,omitempty"`
 }
 
 // DefaultPageHeartbeat is how long a page may go without a heartbeat
@@ -103,6 +107,7 @@ func Recovery(ctx workflow.Context, in RecoveryInput) (RecoveryOutput, error) {
 		err := workflow.ExecuteActivity(pageCtx, RecoverPageActivityName, activities.RecoverPageInput{
 			RecoveryID: in.RecoveryID, TenantID: in.TenantID, EndpointID: in.EndpointID,
 			Since: in.Since, Until: in.Until, AsOf: in.AsOf, After: in.After, Limit: in.PageSize, Before: in.Progress,
+			MaxEvents: in.MaxEvents,
 		}).Get(ctx, &page)
 		if err != nil {
 			why := "canceled"
@@ -197,6 +202,9 @@ type Recoveries struct {
 	// the defaults).
 	PageSize      int
 	PageHeartbeat time.Duration
+	// MaxEvents goes into each recovery's input (zero:
+	// models.MaxRecoveryEvents).
+	MaxEvents int
 }
 
 func (r *Recoveries) now() time.Time {
@@ -246,11 +254,36 @@ func (r *Recoveries) Check(ctx context.Context, rec *models.WebhookRecovery) (*m
 	return r.Store.GetRecovery(ctx, rec.TenantID, rec.EndpointID, rec.ID)
 }
 
+// create records the recovery. An endpoint with a recovery running
+// refuses it (*models.RecoveryRunningError) unless Check finds that
+// running one has nothing behind it (its workflow never started or ended
+// without recording it): then the stale one is marked failed and the new
+// one recorded, so that a lost recovery does not block its endpoint.
+func (r *Recoveries) create(ctx context.Context, ep *models.WebhookEndpoint, since, end, asOf time.Time) (*models.WebhookRecovery, error) {
+	wid := func(n int) string { return RecoveryWorkflowID(ep.ID, n) }
+	rec, err := r.Store.CreateRecovery(ctx, ep, since, end, asOf, wid)
+	var running *models.RecoveryRunningError
+	if !errors.As(err, &running) {
+		return rec, err
+	}
+	checked, cerr := r.Check(ctx, running.Running)
+	if cerr != nil {
+		// Temporal did not answer: the running one stands.
+		return nil, err
+	}
+	if checked.Status == models.RecoveryRunning {
+		return nil, &models.RecoveryRunningError{Running: checked}
+	}
+	return r.Store.CreateRecovery(ctx, ep, since, end, asOf, wid)
+}
+
 // Start starts a recovery of the tenant's endpoint for the deliveries
 // started from since until until, which is capped at (and defaults to)
 // now: later deliveries are not failures to recover yet. A missing
 // endpoint is ErrNotFound, a disabled one a conflict (enable it first),
-// an empty window invalid. A start that fails marks the recovery failed.
+// an empty window invalid, one with a recovery running a
+// *models.RecoveryRunningError (a conflict naming it). A start that fails
+// marks the recovery failed.
 func (r *Recoveries) Start(ctx context.Context, tenantID, endpointID string, since time.Time, until *time.Time) (*models.WebhookRecovery, error) {
 	// Microseconds: what both databases store.
 	asOf := r.now().UTC().Truncate(time.Microsecond)
@@ -268,14 +301,14 @@ func (r *Recoveries) Start(ctx context.Context, tenantID, endpointID string, sin
 	if !ep.Enabled {
 		return nil, models.Errorf(models.KindConflict, "the endpoint is disabled; enable it (PATCH enabled true) before recovering its deliveries")
 	}
-	rec, err := r.Store.CreateRecovery(ctx, ep, since, end, asOf, func(n int) string { return RecoveryWorkflowID(ep.ID, n) })
+	rec, err := r.create(ctx, ep, since, end, asOf)
 	if err != nil {
 		return nil, err
 	}
 	in := RecoveryInput{
 		RecoveryID: rec.ID, TenantID: tenantID, EndpointID: ep.ID,
 		Since: rec.WindowSince, Until: rec.WindowUntil, AsOf: asOf,
-		PageSize: r.PageSize, PageHeartbeat: r.PageHeartbeat,
+		PageSize: r.PageSize, PageHeartbeat: r.PageHeartbeat, MaxEvents: r.MaxEvents,
 	}
 	sctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -195,5 +196,37 @@ func TestRecoveryWorkflowContinuesAsNew(t *testing.T) {
 	}
 	if len(f.finished) != 0 {
 		t.Errorf("finished %+v before the last run", f.finished)
+	}
+}
+
+// TestRecoveryWorkflowPassesCap: the recovery's cap goes to every page (the
+// pages keep it), and a page that reached it ends the recovery completed.
+func TestRecoveryWorkflowPassesCap(t *testing.T) {
+	f := &fakeRecovery{pages: []int{10, 10, 10, 10}, pageSize: 10}
+	env := recoveryEnv(t, f)
+	in := recoveryInput()
+	in.MaxEvents = 20
+	env.OnActivity(RecoverPageActivityName, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, p activities.RecoverPageInput) (activities.RecoverPageOutput, error) {
+			out, err := f.page(ctx, p)
+			if p.Before.Found+out.Found >= p.MaxEvents {
+				out.Done, out.Capped = true, true
+			}
+			return out, err
+		})
+	env.ExecuteWorkflow(RecoveryWorkflowName, in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var caps []int
+	for _, c := range f.calls {
+		caps = append(caps, c.MaxEvents)
+	}
+	if diff := cmp.Diff(caps, []int{20, 20}); diff != "" {
+		t.Errorf("the pages' caps (-got +want):\n%s", diff)
+	}
+	wantFinish := []activities.FinishRecoveryInput{{RecoveryID: "rcv_1", Status: models.RecoveryCompleted, Progress: models.RecoveryProgress{Found: 20, Replayed: 20}}}
+	if diff := cmp.Diff(f.finished, wantFinish); diff != "" {
+		t.Errorf("finish (-got +want):\n%s", diff)
 	}
 }
