@@ -62,7 +62,23 @@ func (s *Store) Purge(ctx context.Context, kind PurgeKind, before time.Time, bat
 			return fmt.Errorf("purge %s: %w", kind, res.Error)
 		}
 		n = res.RowsAffected
+		if kind != PurgeDeliveries {
+			return nil
+		}
+		// The deliveries' hourly stats rollups share their retention: an
+		// hour goes once it ended before the cutoff. Counted with the
+		// rows, so that the caller loops until neither is left.
+		res = tx.Exec(purgeStatsHours, before.UTC().Truncate(time.Hour).Add(-time.Hour).Unix(), batch)
+		if res.Error != nil {
+			return fmt.Errorf("purge endpoint stats: %w", res.Error)
+		}
+		n += res.RowsAffected
 		return nil
 	})
 	return n, err
 }
+
+// purgeStatsHours deletes one batch of rollup rows of hours up to the
+// given one (Unix seconds), through endpoint_stats_hours_hour_idx.
+const purgeStatsHours = `DELETE FROM endpoint_stats_hours WHERE (tenant_id, endpoint_id, hour) IN
+	(SELECT tenant_id, endpoint_id, hour FROM endpoint_stats_hours WHERE hour <= ? ORDER BY hour LIMIT ?)`
