@@ -43,7 +43,9 @@ var purgeQueries = map[PurgeKind]string{
 
 // Purge deletes at most batch rows of kind older than before, the oldest
 // first, in one short transaction, and returns how many it deleted: fewer
-// than batch means none older is left. Callers loop, pausing between
+// than batch means none older is left. Deliveries take their hourly stats
+// rollups with them (at most batch of those too; the larger count is
+// returned). Callers loop, pausing between
 // batches, so that writes are never stalled behind a long delete. Usage
 // figures are unaffected: they are kept in key_usage, added to as access
 // logs are written.
@@ -66,13 +68,14 @@ func (s *Store) Purge(ctx context.Context, kind PurgeKind, before time.Time, bat
 			return nil
 		}
 		// The deliveries' hourly stats rollups share their retention: an
-		// hour goes once it ended before the cutoff. Counted with the
-		// rows, so that the caller loops until neither is left.
+		// hour goes once it ended before the cutoff, a batch at a time
+		// beside the rows. The larger count is returned, so that the
+		// caller loops until neither has a full batch left.
 		res = tx.Exec(purgeStatsHours, before.UTC().Truncate(time.Hour).Add(-time.Hour).Unix(), batch)
 		if res.Error != nil {
 			return fmt.Errorf("purge endpoint stats: %w", res.Error)
 		}
-		n += res.RowsAffected
+		n = max(n, res.RowsAffected)
 		return nil
 	})
 	return n, err
