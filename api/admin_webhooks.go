@@ -71,8 +71,9 @@ func (s *Server) addModules(ctx context.Context, tenantID string, out ...*endpoi
 	return nil
 }
 
-// statsJSON is an endpoint's attempts over the last 24 hours, overall and
-// hour by hour, oldest first (the console's chart).
+// statsJSON is an endpoint's attempts over the last 24 UTC hours, the
+// current one included, overall and hour by hour, oldest first (the
+// console's chart).
 type statsJSON struct {
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
@@ -105,9 +106,6 @@ func statsOut(st *models.EndpointStats) *statsJSON {
 	return out
 }
 
-// statsWindow is the span of include=stats, in hourly buckets.
-const statsWindow = 24 * time.Hour
-
 // includeStats reads include: "stats" asks for each endpoint's stats, no
 // other value is known.
 func includeStats(c *gin.Context) (bool, error) {
@@ -120,14 +118,14 @@ func includeStats(c *gin.Context) (bool, error) {
 	return false, invalid("include must be stats")
 }
 
-// addStats adds each endpoint's stats over the last 24 hours, in one read.
+// addStats adds each endpoint's stats over the last 24 UTC hours (the
+// current one included), in one read of their hourly rollups.
 func (s *Server) addStats(c *gin.Context, tenantID string, out []endpointJSON) error {
 	ids := make([]string, len(out))
 	for i := range out {
 		ids[i] = out[i].ID
 	}
-	until := s.now().UTC()
-	stats, err := s.store.EndpointStatsSince(c.Request.Context(), tenantID, ids, until.Add(-statsWindow), until, time.Hour)
+	stats, err := s.store.EndpointStatsAt(c.Request.Context(), tenantID, ids, s.now())
 	if err != nil {
 		return err
 	}

@@ -141,7 +141,14 @@ func (s *Store) InsertDelivery(ctx context.Context, d *WebhookDelivery) error {
 	}
 	d.utc()
 	d.ResponseBody = storableText(d.ResponseBody, MaxResponseBody)
-	err := s.write(ctx, func(tx *gorm.DB) error { return tx.Create(d).Error })
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(d).Error; err != nil {
+			return err
+		}
+		ds := statsDeltas{}
+		ds.add(d.statsState(), 1)
+		return ds.apply(tx)
+	})
 	if err != nil {
 		return fmt.Errorf("insert delivery: %w", err)
 	}
@@ -173,16 +180,19 @@ func (s *Store) InsertAttempt(ctx context.Context, d *WebhookDelivery) error {
 	d.utc()
 	d.ResponseBody = storableText(d.ResponseBody, MaxResponseBody)
 	err := s.write(ctx, func(tx *gorm.DB) error {
+		ds := statsDeltas{}
 		if d.Attempt > 1 && d.WorkflowID != "" {
-			err := tx.Model(&WebhookDelivery{}).
-				Where("event_id = ? AND endpoint_id = ? AND workflow_id = ? AND run_id = ? AND attempt < ? AND error = ?",
-					d.EventID, d.EndpointID, d.WorkflowID, d.RunID, d.Attempt, DeliveryErrInFlight).
-				Updates(workerLost(d.StartedAt)).Error
+			_, err := markLost(tx, ds, d.StartedAt, "event_id = ? AND endpoint_id = ? AND workflow_id = ? AND run_id = ? AND attempt < ?",
+				d.EventID, d.EndpointID, d.WorkflowID, d.RunID, d.Attempt)
 			if err != nil {
 				return fmt.Errorf("mark lost attempts: %w", err)
 			}
 		}
-		return tx.Create(d).Error
+		if err := tx.Create(d).Error; err != nil {
+			return err
+		}
+		ds.add(d.statsState(), 1)
+		return ds.apply(tx)
 	})
 	if err != nil {
 		return fmt.Errorf("insert delivery attempt: %w", err)
@@ -190,10 +200,18 @@ func (s *Store) InsertAttempt(ctx context.Context, d *WebhookDelivery) error {
 	return nil
 }
 
-// workerLost is the update that makes an in-flight row worker_lost,
-// finished at at.
-func workerLost(at time.Time) map[string]any {
-	return map[string]any{"error": DeliveryErrWorkerLost, "error_message": workerLostMessage, "finished_at": at.UTC()}
+// markLost makes the in-flight rows matching where worker_lost, finished
+// at at, and adds them to ds (an attempt without latency each).
+func markLost(tx *gorm.DB, ds statsDeltas, at time.Time, where string, args ...any) (int64, error) {
+	var lost []attemptState
+	err := tx.Raw("UPDATE webhook_deliveries SET error = ?, error_message = ?, finished_at = ? WHERE "+where+
+		" AND error = ? RETURNING tenant_id, endpoint_id, started_at, attempt, error, succeeded, duration_ms",
+		append(append([]any{DeliveryErrWorkerLost, workerLostMessage, at.UTC()}, args...), DeliveryErrInFlight)...).
+		Scan(&lost).Error
+	for _, a := range lost {
+		ds.add(a, 1)
+	}
+	return int64(len(lost)), err
 }
 
 // SettleLostAttempts marks the rows of a workflow run still in flight
@@ -206,12 +224,14 @@ func workerLost(at time.Time) map[string]any {
 func (s *Store) SettleLostAttempts(ctx context.Context, eventID, endpointID, workflowID, runID string, at time.Time) (int64, error) {
 	var n int64
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&WebhookDelivery{}).
-			Where("event_id = ? AND endpoint_id = ? AND workflow_id = ? AND run_id = ? AND error = ?",
-				eventID, endpointID, workflowID, runID, DeliveryErrInFlight).
-			Updates(workerLost(at))
-		n = res.RowsAffected
-		return res.Error
+		ds := statsDeltas{}
+		var err error
+		n, err = markLost(tx, ds, at, "event_id = ? AND endpoint_id = ? AND workflow_id = ? AND run_id = ?",
+			eventID, endpointID, workflowID, runID)
+		if err != nil {
+			return err
+		}
+		return ds.apply(tx)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("settle lost delivery attempts: %w", err)
@@ -227,6 +247,16 @@ func (s *Store) FinishAttempt(ctx context.Context, d *WebhookDelivery) error {
 	d.ResponseBody = storableText(d.ResponseBody, MaxResponseBody)
 	var n int64
 	err := s.write(ctx, func(tx *gorm.DB) error {
+		// The row as it was, locked, so that the rollups take back what it
+		// counted before (nothing in flight; worker_lost, or this same
+		// outcome when a finish is retried) and count what it is now.
+		var old attemptState
+		found := s.lockForUpdate(tx.Model(&WebhookDelivery{})).
+			Select("tenant_id, endpoint_id, started_at, attempt, error, succeeded, duration_ms").
+			Where("id = ?", d.ID).Limit(1).Find(&old)
+		if found.Error != nil || found.RowsAffected == 0 {
+			return found.Error
+		}
 		res := tx.Model(&WebhookDelivery{}).Where("id = ?", d.ID).Updates(map[string]any{
 			"response_status": d.ResponseStatus, "response_headers": d.ResponseHeaders, "response_body": d.ResponseBody,
 			"error": d.Error, "error_message": d.ErrorMessage, "remote_ip": d.RemoteIP,
@@ -234,7 +264,14 @@ func (s *Store) FinishAttempt(ctx context.Context, d *WebhookDelivery) error {
 			"first_byte_ms": d.FirstByteMS, "finished_at": d.FinishedAt, "succeeded": d.Succeeded,
 		})
 		n = res.RowsAffected
-		return res.Error
+		if res.Error != nil {
+			return res.Error
+		}
+		now := old
+		now.Error, now.Succeeded, now.DurationMS = d.Error, d.Succeeded, d.DurationMS
+		ds := statsDeltas{}
+		ds.change(old, now)
+		return ds.apply(tx)
 	})
 	if err != nil {
 		return fmt.Errorf("finish delivery attempt: %w", err)

@@ -66,7 +66,9 @@ var purgeNumbering = map[PurgeKind]string{
 // first, in one short transaction, and returns how many it deleted: fewer
 // than batch means none older is left. The same transaction deletes at
 // most batch of the numbering rows that go with the kind (purgeNumbering),
-// counted with them. Callers loop, pausing between
+// counted with them; deliveries also take their hourly stats rollups with
+// them (at most batch of those too; the count returned is then the larger
+// of the two). Callers loop, pausing between
 // batches, so that writes are never stalled behind a long delete. Usage
 // figures are unaffected: they are kept in key_usage, added to as access
 // logs are written.
@@ -92,7 +94,24 @@ func (s *Store) Purge(ctx context.Context, kind PurgeKind, before time.Time, bat
 			}
 			n += res.RowsAffected
 		}
+		if kind != PurgeDeliveries {
+			return nil
+		}
+		// The deliveries' hourly stats rollups share their retention: an
+		// hour goes once it ended before the cutoff, a batch at a time
+		// beside the rows. The larger count is returned, so that the
+		// caller loops until neither has a full batch left.
+		res = tx.Exec(purgeStatsHours, before.UTC().Truncate(time.Hour).Add(-time.Hour).Unix(), batch)
+		if res.Error != nil {
+			return fmt.Errorf("purge endpoint stats: %w", res.Error)
+		}
+		n = max(n, res.RowsAffected)
 		return nil
 	})
 	return n, err
 }
+
+// purgeStatsHours deletes one batch of rollup rows of hours up to the
+// given one (Unix seconds), through endpoint_stats_hours_hour_idx.
+const purgeStatsHours = `DELETE FROM endpoint_stats_hours WHERE (tenant_id, endpoint_id, hour) IN
+	(SELECT tenant_id, endpoint_id, hour FROM endpoint_stats_hours WHERE hour <= ? ORDER BY hour LIMIT ?)`

@@ -276,7 +276,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
-	return nil
+	return s.backfillStats(ctx)
 }
 
 // bind rewrites ? placeholders to PostgreSQL's $n. Queries handed to it
