@@ -84,11 +84,10 @@ func (s *Store) routeHeavyReads(opts Options) {
 }
 
 // heavyConnConfig returns the configuration of the PostgreSQL heavy pool's
-// connections: read-only, a statement_timeout of their own, and a cancel
-// request to the server when a call's context ends. Without the cancel
-// request pgx only closes the connection, and PostgreSQL goes on running
-// the statement until it next writes to the closed socket, which an
-// aggregate over a large table does only at its end.
+// connections: read-only, with a statement_timeout of their own, and, when
+// a call's context ends, a cancel request to the server that keeps the
+// connection (pgx's default closes it first, so every read stopped at its
+// deadline would cost a new connection).
 func (s *Store) heavyConnConfig(opts Options) *pgx.ConnConfig {
 	timeout := opts.HeavyStatementTimeout
 	if timeout <= 0 {
