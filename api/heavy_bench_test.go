@@ -24,12 +24,14 @@ import (
 
 // BenchmarkOtherTenantDuringHeavyReads is the noisy neighbour: tenant A's
 // endpoint has RECORDHUB_BENCH_ATTEMPTS attempts (200,000 by default) in
-// the last 24 hours, and four of A's heavy reads (two endpoint lists with
-// include=stats, the deliveries list, the access log) run without pause,
-// while tenant B's GET /api/admin/modules and record GET are timed, in turn. It reports B's p50 and
-// p99 and how A's reads were answered (200, or 503 past their deadline):
+// the last 24 hours, and four of A's endpoint lists with include=stats
+// (what the console's Endpoints page asks for on every load) run without
+// pause, while tenant B's GET /api/admin/modules and record GET are timed,
+// in turn. It reports B's p50, p99 and maximum, and how A's reads were
+// answered (200, or 503 past their deadline); give it seconds, so that B
+// is timed across several of A's reads:
 //
-//	go test ./api -run '^$' -bench OtherTenantDuringHeavyReads -benchtime 200x
+//	go test ./api -run '^$' -bench OtherTenantDuringHeavyReads -benchtime 5s
 func BenchmarkOtherTenantDuringHeavyReads(b *testing.B) {
 	attempts := 200_000
 	if v := os.Getenv("RECORDHUB_BENCH_ATTEMPTS"); v != "" {
@@ -91,7 +93,7 @@ func BenchmarkOtherTenantDuringHeavyReads(b *testing.B) {
 				wg             sync.WaitGroup
 				okA, refusedA  atomic.Int64
 				otherA         atomic.Int64
-				heavyA         = []string{"/api/admin/webhook-endpoints?include=stats", "/api/admin/webhook-endpoints?include=stats", "/api/admin/webhook-deliveries", "/api/admin/access-logs"}
+				heavyA         = slices.Repeat([]string{"/api/admin/webhook-endpoints?include=stats"}, 4)
 				firstHeavyDone = make(chan struct{})
 				once           sync.Once
 			)
