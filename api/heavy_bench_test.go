@@ -61,7 +61,7 @@ func BenchmarkOtherTenantDuringHeavyReads(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			seedAttempts(b, db, tenantA.ID, ep.ID, attempts)
+			seedNoisyAttempts(b, db, tenantA.ID, ep.ID, attempts)
 			tenantB, _, keyB, err := store.CreateTenant(ctx, "b", "", 1_000_000)
 			if err != nil {
 				b.Fatal(err)
@@ -142,10 +142,10 @@ func BenchmarkOtherTenantDuringHeavyReads(b *testing.B) {
 	}
 }
 
-// seedAttempts writes n finished attempts of the endpoint, spread over the
+// seedNoisyAttempts writes n finished attempts of the endpoint, spread over the
 // last 24 hours, in multi-row inserts: through the store one at a time
 // they would take minutes.
-func seedAttempts(b *testing.B, db *storetest.DB, tenantID, endpointID string, n int) {
+func seedNoisyAttempts(b *testing.B, db *storetest.DB, tenantID, endpointID string, n int) {
 	b.Helper()
 	h := db.SQL(b)
 	const cols = "id, tenant_id, event_id, event_type, record_id, endpoint_id, workflow_id, run_id, attempt, request_url, request_body, response_status, duration_ms, started_at, finished_at, succeeded"
