@@ -77,6 +77,14 @@ func (s *Server) public(c *gin.Context, err error) (*models.Error, int) {
 	var e *models.Error
 	switch {
 	case errors.As(err, &e):
+	case pastReadDeadline(c):
+		// The server's own deadline, whatever the driver made of it (an
+		// interrupted SQLite statement, a cancelled PostgreSQL one).
+		s.warnSlowRead(c, err)
+		e = errReadTooSlow
+	case clientGone(c):
+		s.log.InfoContext(c.Request.Context(), "client went away; call abandoned", "request_id", requestID(c), "error", err)
+		return &models.Error{Kind: models.KindInternal, Message: "the client closed the request"}, statusClientClosed
 	case models.IsUnavailable(err):
 		s.warnUnavailable(c, err)
 		e = models.ErrUnavailable
@@ -110,20 +118,27 @@ type outageLog struct {
 	skipped int
 }
 
+// take reports whether a line may be written now, and how many were
+// skipped since the last one.
+func (l *outageLog) take(now time.Time) (skipped int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Before(l.next) {
+		l.skipped++
+		return 0, false
+	}
+	skipped = l.skipped
+	l.next, l.skipped = now.Add(time.Second), 0
+	return skipped, true
+}
+
 // warnUnavailable logs, at WARN, a call refused because the database
 // cannot be reached, unless a line was written less than a second ago.
 func (s *Server) warnUnavailable(c *gin.Context, err error) {
-	l := &s.outage
-	now := s.now()
-	l.mu.Lock()
-	if now.Before(l.next) {
-		l.skipped++
-		l.mu.Unlock()
+	skipped, ok := s.outage.take(s.now())
+	if !ok {
 		return
 	}
-	skipped := l.skipped
-	l.next, l.skipped = now.Add(time.Second), 0
-	l.mu.Unlock()
 	s.log.WarnContext(c.Request.Context(), "database unavailable; call refused with 503",
 		"request_id", requestID(c), "error", err, "refused_unlogged", skipped)
 }

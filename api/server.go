@@ -67,6 +67,11 @@ type Deps struct {
 	Propagator     propagation.TextMapPropagator
 	// Console, when set, is served at /console (the support console).
 	Console http.Handler
+	// HeavyReadTimeout bounds a heavy admin read (endpoint stats, the
+	// deliveries, access-log and inbound-event lists, key usage): waiting
+	// for a connection of the store's heavy-read pool and running;
+	// models.DefaultHeavyReadTimeout when zero.
+	HeavyReadTimeout time.Duration
 }
 
 // inboundRoute is the public inbound webhook.
@@ -91,6 +96,8 @@ type Server struct {
 	console          http.Handler
 	engine           *gin.Engine
 	outage           outageLog
+	heavyReadTimeout time.Duration
+	slowReads        outageLog
 }
 
 // New returns a Server with its routes.
@@ -100,7 +107,7 @@ func New(d Deps) *Server {
 		store: d.Store, limiter: d.Limiter, logs: d.Logs, log: d.Log,
 		registry: d.Registry, defaultRateLimit: d.DefaultRateLimit, ready: d.Ready, now: d.Now,
 		urlCheck: d.CheckURL, replayer: d.Replayer, recoverer: d.Recoverer, publicURL: d.PublicURL,
-		console: d.Console,
+		console: d.Console, heavyReadTimeout: d.HeavyReadTimeout,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -110,6 +117,9 @@ func New(d Deps) *Server {
 	}
 	if s.registry == nil {
 		s.registry = prometheus.NewRegistry()
+	}
+	if s.heavyReadTimeout <= 0 {
+		s.heavyReadTimeout = models.DefaultHeavyReadTimeout
 	}
 	if s.defaultRateLimit <= 0 {
 		s.defaultRateLimit = 600
@@ -172,6 +182,7 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	authed.DELETE("/modules/:id/records/:recordId", s.deleteRecord)
 
 	admin := authed.Group("/admin", s.requireAdmin)
+	heavy, heavyStats := s.heavyRead(nil), s.heavyRead(asksStats)
 	admin.POST("/modules", s.adminCreateModule)
 	admin.GET("/modules", s.adminListModules)
 	admin.GET("/modules/:id", s.adminGetModule)
@@ -181,7 +192,7 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	admin.GET("/modules/:id/inbound-webhook", s.adminGetInbound)
 	admin.DELETE("/modules/:id/inbound-webhook", s.adminDeleteInbound)
 	admin.POST("/modules/:id/inbound-webhook/rotate-token", s.adminRotateInboundToken)
-	admin.GET("/modules/:id/inbound-events", s.adminListInboundEvents)
+	admin.GET("/modules/:id/inbound-events", heavy, s.adminListInboundEvents)
 	admin.POST("/modules/:id/inbound-events/:eventId/replay", s.adminReplayInboundEvent)
 	admin.POST("/keys", s.adminCreateKey)
 	admin.GET("/keys", s.adminListKeys)
@@ -189,18 +200,18 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	admin.PATCH("/keys/:id", s.adminUpdateKey)
 	admin.DELETE("/keys/:id", s.adminRevokeKey)
 	admin.POST("/keys/:id/rotate", s.adminRotateKey)
-	admin.GET("/keys/:id/usage", s.adminKeyUsage)
-	admin.GET("/access-logs", s.adminAccessLogs)
+	admin.GET("/keys/:id/usage", heavy, s.adminKeyUsage)
+	admin.GET("/access-logs", heavy, s.adminAccessLogs)
 	admin.POST("/webhook-endpoints", s.adminCreateEndpoint)
-	admin.GET("/webhook-endpoints", s.adminListEndpoints)
-	admin.GET("/webhook-endpoints/:id", s.adminGetEndpoint)
+	admin.GET("/webhook-endpoints", heavyStats, s.adminListEndpoints)
+	admin.GET("/webhook-endpoints/:id", heavyStats, s.adminGetEndpoint)
 	admin.PATCH("/webhook-endpoints/:id", s.adminUpdateEndpoint)
 	admin.DELETE("/webhook-endpoints/:id", s.adminDeleteEndpoint)
 	admin.GET("/webhook-endpoints/:id/secret", s.adminEndpointSecret)
 	admin.POST("/webhook-endpoints/:id/rotate-secret", s.adminRotateEndpointSecret)
 	admin.POST("/webhook-endpoints/:id/recover", s.adminRecoverEndpoint)
 	admin.GET("/webhook-endpoints/:id/recoveries/:recoveryId", s.adminGetRecovery)
-	admin.GET("/webhook-deliveries", s.adminListDeliveries)
+	admin.GET("/webhook-deliveries", heavy, s.adminListDeliveries)
 	admin.GET("/webhook-deliveries/:id", s.adminGetDelivery)
 	admin.POST("/webhook-deliveries/:id/replay", s.adminReplayDelivery)
 	return r

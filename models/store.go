@@ -41,7 +41,10 @@ type Store struct {
 	// w takes writes; r takes reads. On PostgreSQL they are one pool. On
 	// SQLite w holds a single connection, so writers queue in Go rather than
 	// spinning on SQLITE_BUSY, while readers use WAL snapshots in parallel.
-	w, r    *gorm.DB
+	w, r *gorm.DB
+	// heavy is a small read-only pool of its own for the reads a context
+	// marks with HeavyRead (see heavy.go), on both databases.
+	heavy   *sql.DB
 	dialect Dialect
 	box     *SecretBox
 	now     func() time.Time
@@ -67,8 +70,15 @@ type Options struct {
 	SecretBox *SecretBox
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
-	// MaxOpenConns bounds the PostgreSQL pool, or the SQLite read pool.
+	// MaxOpenConns bounds the PostgreSQL pool, or the SQLite read pool
+	// (DefaultSQLiteReaders when zero).
 	MaxOpenConns int
+	// HeavyReadConns bounds the pool of reads marked with HeavyRead;
+	// DefaultHeavyReadConns when zero.
+	HeavyReadConns int
+	// HeavyStatementTimeout is PostgreSQL's statement_timeout on the heavy
+	// pool's connections; DefaultHeavyStatementTimeout when zero.
+	HeavyStatementTimeout time.Duration
 	// BusyTimeout is how long a SQLite statement waits for a lock another
 	// process holds before it fails, and the call is answered unavailable;
 	// DefaultBusyTimeout when zero.
@@ -110,7 +120,8 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
 	}
-	dsn := "file:" + path + "?_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")&_pragma=journal_mode(WAL)" +
+	busyPragma := "_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")"
+	dsn := "file:" + path + "?" + busyPragma + "&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	s, err := newStore(opts, SQLite, 1)
 	if err != nil {
@@ -134,13 +145,19 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	}
 	readers := opts.MaxOpenConns
 	if readers <= 0 {
-		readers = 4
+		readers = DefaultSQLiteReaders()
 	}
 	rdb.SetMaxOpenConns(readers)
 	rdb.SetMaxIdleConns(readers)
 	if err := wdb.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
+	// The heavy pool only reads: query_only refuses a write that a bug
+	// might send there, which would otherwise race the single writer.
+	if s.heavy, err = sql.Open("sqlite", "file:"+path+"?"+busyPragma+"&_pragma=foreign_keys(1)&_pragma=query_only(1)"); err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	s.routeHeavyReads(opts)
 	s.writes, s.writesDone = make(chan writeJob), make(chan struct{})
 	go s.runWrites()
 	return s, nil
@@ -182,6 +199,9 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	if err := db.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
+	s.heavy = stdlib.OpenDB(*s.heavyConnConfig(opts))
+	s.heavy.SetConnMaxLifetime(30 * time.Minute)
+	s.routeHeavyReads(opts)
 	return s, nil
 }
 
@@ -235,6 +255,9 @@ func (s *Store) Close() error {
 		if db, err := g.DB(); err == nil {
 			errs = append(errs, db.Close())
 		}
+	}
+	if s.heavy != nil {
+		errs = append(errs, s.heavy.Close())
 	}
 	return errors.Join(errs...)
 }
