@@ -243,7 +243,7 @@ func (s *Server) adminListInboundEvents(c *gin.Context) {
 		return
 	}
 	evs, total, err := s.store.ListInboundEvents(c.Request.Context(), tenantOf(c), c.Param("id"),
-		models.InboundEventQuery{Page: page.query(), After: page.After})
+		models.InboundEventQuery{Page: page.query(), After: page.After, CountUpTo: maxCounted})
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -17,7 +17,7 @@ func (s *Server) adminAccessLogs(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	q := models.AccessLogQuery{Page: page.query(), After: page.After, KeyID: c.Query("key_id"), Method: strings.ToUpper(c.Query("method"))}
+	q := models.AccessLogQuery{Page: page.query(), After: page.After, CountUpTo: maxCounted, KeyID: c.Query("key_id"), Method: strings.ToUpper(c.Query("method"))}
 	if v := c.Query("status"); v != "" {
 		if q.Status, err = strconv.Atoi(v); err != nil || q.Status < 100 || q.Status > 599 {
 			s.fail(c, invalid("status must be an HTTP status code"))

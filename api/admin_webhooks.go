@@ -424,7 +424,7 @@ func (s *Server) adminListDeliveries(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	q := models.DeliveryQuery{Page: page.query(), After: page.After, EndpointID: c.Query("endpoint_id"), EventID: c.Query("event_id"), EventType: c.Query("event_type"),
+	q := models.DeliveryQuery{Page: page.query(), After: page.After, CountUpTo: maxCounted, EndpointID: c.Query("endpoint_id"), EventID: c.Query("event_id"), EventType: c.Query("event_type"),
 		RecordID: c.Query("record_id")}
 	if v := c.Query("succeeded"); v != "" {
 		b, err := strconv.ParseBool(v)

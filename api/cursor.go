@@ -19,6 +19,11 @@ import (
 // database read and drop every row before the page, and are refused.
 const maxPagedRows = 10_000
 
+// maxCounted bounds the count behind these lists' total, which would
+// otherwise read every matching row on every page: past it, total is
+// maxCounted and total_capped true.
+const maxCounted = maxPagedRows
+
 // cursorList names the list a cursor belongs to, so that a cursor of one
 // list is refused by another rather than read as a position in it.
 type cursorList byte
@@ -127,28 +132,32 @@ func cursorPageOf(c *gin.Context, l cursorList) (cursorPage, error) {
 }
 
 // cursorListOf is the envelope of a list that pages by cursor: page only
-// when the caller gave no cursor; next_cursor null on the last page.
+// when the caller gave no cursor; next_cursor null on the last page;
+// total_capped when more than maxCounted rows match, total then being
+// maxCounted.
 type cursorListOf[T any] struct {
-	Data       []T     `json:"data"`
-	Total      int64   `json:"total"`
-	Page       int     `json:"page,omitempty"`
-	Limit      int     `json:"limit"`
-	NextCursor *string `json:"next_cursor"`
+	Data        []T     `json:"data"`
+	Total       int64   `json:"total"`
+	TotalCapped bool    `json:"total_capped"`
+	Page        int     `json:"page,omitempty"`
+	Limit       int     `json:"limit"`
+	NextCursor  *string `json:"next_cursor"`
 }
 
 // pageOut builds the envelope of rows, as the store answered them for p's
-// query, and total. By cursor the store returned one row beyond the page
-// if there are more; by page there are more when rows before and on the
-// page are fewer than total.
-func pageOut[R, T any](l cursorList, p cursorPage, rows []R, total int64, key func(*R) models.Position, out func(*R) T) cursorListOf[T] {
+// query, and counted, the store's count bounded by maxCounted. By cursor
+// the store returned one row beyond the page if there are more; by page
+// there are more when the rows before and on the page are fewer than
+// counted (page reaches no further than maxCounted rows).
+func pageOut[R, T any](l cursorList, p cursorPage, rows []R, counted int64, key func(*R) models.Position, out func(*R) T) cursorListOf[T] {
 	more := false
 	if p.After != nil {
 		more = len(rows) > p.Limit
 		rows = rows[:min(len(rows), p.Limit)]
 	} else {
-		more = int64(p.Offset()+len(rows)) < total && len(rows) > 0
+		more = int64(p.Offset()+len(rows)) < counted && len(rows) > 0
 	}
-	res := cursorListOf[T]{Data: make([]T, len(rows)), Total: total, Limit: p.Limit}
+	res := cursorListOf[T]{Data: make([]T, len(rows)), Total: min(counted, maxCounted), TotalCapped: counted > maxCounted, Limit: p.Limit}
 	if p.After == nil {
 		res.Page = p.Page.Page
 	}

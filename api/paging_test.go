@@ -279,3 +279,65 @@ func TestCursorPagingRefusals(t *testing.T) {
 		})
 	})
 }
+
+// TestCursorPagingPastTheCap: with more rows than page reaches, total
+// stops at the cap and says so, the deepest page by page hands over to
+// next_cursor, and the cursor reads the rest.
+func TestCursorPagingPastTheCap(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		const n = 10_007
+		base := time.Date(2020, 3, 1, 12, 0, 0, 0, time.UTC)
+		keyA, keyB := "key_a", "key_b"
+		logs := make([]models.AccessLog, n)
+		for i := range logs {
+			key := &keyA
+			if i%1000 == 0 {
+				key = &keyB
+			}
+			logs[i] = models.AccessLog{ID: fmt.Sprintf("log_%05d", i), TenantID: &e.tenantID, KeyID: key, Method: "GET", Path: "/",
+				Route: "/", Status: 200, RequestID: "req", CreatedAt: base.Add(time.Duration(i) * time.Millisecond)}
+		}
+		if err := e.store.InsertAccessLogs(context.Background(), logs); err != nil {
+			t.Fatal(err)
+		}
+		to := base.Add(time.Hour).Format(time.RFC3339)
+		type capped struct {
+			cursorPageBody
+			TotalCapped bool `json:"total_capped"`
+		}
+		for _, tc := range []struct {
+			query      string
+			wantTotal  int
+			wantCapped bool
+		}{
+			{"to=" + to, 10_000, true},
+			{"to=" + to + "&key_id=" + keyB, 11, false},
+			{"to=" + to + "&key_id=" + keyA, 9_996, false},
+		} {
+			var p capped
+			e.call("GET", "/api/admin/access-logs?"+tc.query, e.admin, nil).want(200).decode(&p)
+			if p.Total != tc.wantTotal || p.TotalCapped != tc.wantCapped {
+				t.Errorf("%s: total %d, total_capped %v; want %d, %v", tc.query, p.Total, p.TotalCapped, tc.wantTotal, tc.wantCapped)
+			}
+		}
+
+		var last cursorPageBody
+		e.call("GET", "/api/admin/access-logs?limit=100&page=100&to="+to, e.admin, nil).want(200).decode(&last)
+		if len(last.Data) != 100 || last.Data[99].ID != "log_00007" || last.NextCursor == nil {
+			t.Fatalf("page 100 by 100: %d rows, next_cursor %v; want 100 rows ending at log_00007 and a next_cursor", len(last.Data), last.NextCursor)
+		}
+		var rest cursorPageBody
+		e.call("GET", "/api/admin/access-logs?limit=100&to="+to+"&cursor="+url.QueryEscape(*last.NextCursor), e.admin, nil).want(200).decode(&rest)
+		var got []string
+		for _, r := range rest.Data {
+			got = append(got, r.ID)
+		}
+		want := []string{"log_00006", "log_00005", "log_00004", "log_00003", "log_00002", "log_00001", "log_00000"}
+		if diff := cmp.Diff(want, got); diff != "" || rest.NextCursor != nil {
+			t.Errorf("past page 100 by cursor (-want +got):\n%s\nnext_cursor %v, want null", diff, rest.NextCursor)
+		}
+		r := e.call("GET", "/api/admin/access-logs?limit=100&page=101&to="+to, e.admin, nil).want(400)
+		wantErrorBody(t, r, "invalid_request")
+	})
+}

@@ -109,11 +109,14 @@ type AccessLogQuery struct {
 	Page Page
 	// After, when set, reads the rows after this position (a previous
 	// page's last row) instead of skipping Page's offset.
-	After    *Position
-	KeyID    string
-	Status   int
-	Method   string
-	From, To *time.Time
+	After *Position
+	// CountUpTo, when above 0, bounds the count: the total answered is
+	// at most CountUpTo+1, and above CountUpTo means "more than that".
+	CountUpTo int64
+	KeyID     string
+	Status    int
+	Method    string
+	From, To  *time.Time
 }
 
 // ListAccessLogs returns a page of the tenant's access logs, newest first
@@ -135,8 +138,8 @@ func (s *Store) ListAccessLogs(ctx context.Context, tenantID string, q AccessLog
 	if q.To != nil {
 		db = db.Where("created_at < ?", q.To.UTC())
 	}
-	var total int64
-	if err := db.Count(&total).Error; err != nil {
+	total, err := s.count(ctx, db, q.CountUpTo)
+	if err != nil {
 		return nil, 0, fmt.Errorf("count access logs: %w", err)
 	}
 	logs := []AccessLog{}

@@ -251,7 +251,10 @@ type DeliveryQuery struct {
 	Page Page
 	// After, when set, reads the rows after this position (a previous
 	// page's last row) instead of skipping Page's offset.
-	After      *Position
+	After *Position
+	// CountUpTo, when above 0, bounds the count: the total answered is
+	// at most CountUpTo+1, and above CountUpTo means "more than that".
+	CountUpTo  int64
 	EndpointID string
 	EventID    string
 	EventType  string
@@ -294,8 +297,8 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID string, q DeliveryQ
 	if q.Error != "" {
 		db = db.Where("error = ?", q.Error)
 	}
-	var total int64
-	if err := db.Count(&total).Error; err != nil {
+	total, err := s.count(ctx, db, q.CountUpTo)
+	if err != nil {
 		return nil, 0, fmt.Errorf("count deliveries: %w", err)
 	}
 	out := []WebhookDelivery{}

@@ -344,6 +344,9 @@ type InboundEventQuery struct {
 	// After, when set, reads the calls after this position (a previous
 	// page's last call) instead of skipping Page's offset.
 	After *Position
+	// CountUpTo, when above 0, bounds the count: the total answered is
+	// at most CountUpTo+1, and above CountUpTo means "more than that".
+	CountUpTo int64
 }
 
 // ListInboundEvents returns a page of the calls a module's inbound webhook
@@ -353,12 +356,12 @@ func (s *Store) ListInboundEvents(ctx context.Context, tenantID, moduleID string
 		return nil, 0, err
 	}
 	q := s.r.WithContext(ctx).Model(&InboundEvent{}).Where("tenant_id = ? AND module_id = ?", tenantID, moduleID)
-	var total int64
-	if err := q.Count(&total).Error; err != nil {
+	total, err := s.count(ctx, q, p.CountUpTo)
+	if err != nil {
 		return nil, 0, fmt.Errorf("count inbound events: %w", err)
 	}
 	var out []InboundEvent
-	err := page(q, "received_at", p.Page, p.After).Find(&out).Error
+	err = page(q, "received_at", p.Page, p.After).Find(&out).Error
 	if err != nil {
 		return nil, 0, fmt.Errorf("list inbound events: %w", err)
 	}

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"time"
 
 	"gorm.io/gorm"
@@ -39,4 +40,18 @@ func page(db *gorm.DB, column string, p Page, a *Position) *gorm.DB {
 		return after(db, column, a)
 	}
 	return db.Offset(p.Offset())
+}
+
+// count counts the rows of db. With upTo > 0 it stops after upTo+1 rows,
+// so that its cost is bounded however many match: a total above upTo
+// only says that more than upTo rows match. db is left as it was.
+func (s *Store) count(ctx context.Context, db *gorm.DB, upTo int64) (int64, error) {
+	var n int64
+	if upTo <= 0 {
+		err := db.Session(&gorm.Session{}).Count(&n).Error
+		return n, err
+	}
+	sub := db.Session(&gorm.Session{}).Select("1").Limit(int(upTo + 1))
+	err := s.r.WithContext(ctx).Table("(?) AS counted", sub).Count(&n).Error
+	return n, err
 }
