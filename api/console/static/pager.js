@@ -38,10 +38,14 @@ export function prevPage(page) {
 // pager draws Previous, "Page n of m · total <noun>s" and Next for res, the
 // answer to page; hashOf makes the hash of another page. The count of
 // pages is the total's: rows written since the first page may make a
-// page's number lag behind it.
+// page's number lag behind it. The API stops counting at 10,000 rows
+// (total_capped): past that, "more than".
 export function pager({ page, res, size, noun, hashOf, ids }) {
   const total = res.total;
+  const capped = !!res.total_capped;
   const pages = Math.max(page.number, Math.ceil(total / size), 1);
+  const of = capped ? `${pages}+` : String(pages);
+  const count = capped ? `more than ${total.toLocaleString('en')} ${noun}s` : `${total} ${noun}${total === 1 ? '' : 's'}`;
   const button = (to, text, testid) => to
     ? link(hashOf(to), text, { class: 'button secondary', 'data-testid': testid })
     : h('span', { class: 'button secondary disabled', 'aria-disabled': 'true', 'data-testid': testid }, text);
@@ -49,7 +53,7 @@ export function pager({ page, res, size, noun, hashOf, ids }) {
   const next = res.next_cursor ? nextPage(page, res.next_cursor) : null;
   return h('div', { class: 'pager', 'data-testid': ids.pager || null },
     button(prev, '← Previous', ids.prev),
-    h('span', { 'data-testid': ids.info, 'data-total': total, 'data-page': page.number },
-      `Page ${page.number} of ${pages} · ${total} ${noun}${total === 1 ? '' : 's'}`),
+    h('span', { 'data-testid': ids.info, 'data-total': total, 'data-total-capped': String(capped), 'data-page': page.number },
+      `Page ${page.number} of ${of} · ${count}`),
     button(next, 'Next →', ids.next));
 }
