@@ -231,18 +231,19 @@ func inboundEventOut(ev *models.InboundEvent) inboundEventJSON {
 
 // inboundEventList is a page of a module's inbound calls, with the module.
 type inboundEventList struct {
-	list[inboundEventJSON]
+	cursorListOf[inboundEventJSON]
 	Module moduleRefJSON `json:"module"`
 }
 
 func (s *Server) adminListInboundEvents(c *gin.Context) {
 	callOf(c).moduleID = c.Param("id")
-	page, err := pageOf(c)
+	page, err := cursorPageOf(c, listInboundEvents)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	evs, total, err := s.store.ListInboundEvents(c.Request.Context(), tenantOf(c), c.Param("id"), page)
+	evs, total, err := s.store.ListInboundEvents(c.Request.Context(), tenantOf(c), c.Param("id"),
+		models.InboundEventQuery{Page: page.query(), After: page.After, CountUpTo: maxCounted})
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -255,14 +256,15 @@ func (s *Server) adminListInboundEvents(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	out := inboundEventList{
-		list:   list[inboundEventJSON]{Data: make([]inboundEventJSON, len(evs)), Total: total, Page: page.Page, Limit: page.Limit},
-		Module: moduleRefOut(m),
-	}
-	for i := range evs {
-		out.Data[i] = inboundEventOut(&evs[i])
-	}
-	c.JSON(http.StatusOK, out)
+	c.JSON(http.StatusOK, inboundEventList{
+		cursorListOf: pageOut(listInboundEvents, page, evs, total, inboundEventPosition, inboundEventOut),
+		Module:       moduleRefOut(m),
+	})
+}
+
+// inboundEventPosition is a call's place in its module's inbound calls.
+func inboundEventPosition(ev *models.InboundEvent) models.Position {
+	return models.Position{At: ev.ReceivedAt, ID: ev.ID}
 }
 
 // adminReplayInboundEvent applies a kept call's body again, through the

@@ -12,12 +12,12 @@ import (
 )
 
 func (s *Server) adminAccessLogs(c *gin.Context) {
-	page, err := pageOf(c)
+	page, err := cursorPageOf(c, listAccessLogs)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	q := models.AccessLogQuery{Page: page, KeyID: c.Query("key_id"), Method: strings.ToUpper(c.Query("method"))}
+	q := models.AccessLogQuery{Page: page.query(), After: page.After, CountUpTo: maxCounted, KeyID: c.Query("key_id"), Method: strings.ToUpper(c.Query("method"))}
 	if v := c.Query("status"); v != "" {
 		if q.Status, err = strconv.Atoi(v); err != nil || q.Status < 100 || q.Status > 599 {
 			s.fail(c, invalid("status must be an HTTP status code"))
@@ -37,11 +37,12 @@ func (s *Server) adminAccessLogs(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	out := list[accessLogJSON]{Data: make([]accessLogJSON, len(logs)), Total: total, Page: page.Page, Limit: page.Limit}
-	for i := range logs {
-		out.Data[i] = accessLogOut(&logs[i])
-	}
-	c.JSON(http.StatusOK, out)
+	c.JSON(http.StatusOK, pageOut(listAccessLogs, page, logs, total, accessLogPosition, accessLogOut))
+}
+
+// accessLogPosition is a call's place in the access log.
+func accessLogPosition(l *models.AccessLog) models.Position {
+	return models.Position{At: l.CreatedAt, ID: l.ID}
 }
 
 // adminKeyUsage answers a key's usage by hour or day (UTC). Without from

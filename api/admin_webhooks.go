@@ -417,12 +417,12 @@ func nonNilHeaders(h models.Headers) map[string][]string {
 }
 
 func (s *Server) adminListDeliveries(c *gin.Context) {
-	page, err := pageOf(c)
+	page, err := cursorPageOf(c, listDeliveries)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	q := models.DeliveryQuery{Page: page, EndpointID: c.Query("endpoint_id"), EventID: c.Query("event_id"), EventType: c.Query("event_type"),
+	q := models.DeliveryQuery{Page: page.query(), After: page.After, CountUpTo: maxCounted, EndpointID: c.Query("endpoint_id"), EventID: c.Query("event_id"), EventType: c.Query("event_type"),
 		RecordID: c.Query("record_id")}
 	if v := c.Query("succeeded"); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -453,11 +453,12 @@ func (s *Server) adminListDeliveries(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	out := list[deliveryJSON]{Data: make([]deliveryJSON, len(ds)), Total: total, Page: page.Page, Limit: page.Limit}
-	for i := range ds {
-		out.Data[i] = deliveryOut(&ds[i])
-	}
-	c.JSON(http.StatusOK, out)
+	c.JSON(http.StatusOK, pageOut(listDeliveries, page, ds, total, deliveryPosition, deliveryOut))
+}
+
+// deliveryPosition is an attempt's place in the deliveries list.
+func deliveryPosition(d *models.WebhookDelivery) models.Position {
+	return models.Position{At: d.StartedAt, ID: d.ID}
 }
 
 func (s *Server) adminGetDelivery(c *gin.Context) {

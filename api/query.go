@@ -18,6 +18,20 @@ const (
 
 // pageOf reads page (≥1, default 1) and limit (1..100, default 20).
 func pageOf(c *gin.Context) (models.Page, error) {
+	p, err := pageAndLimit(c)
+	if err != nil {
+		return p, err
+	}
+	const maxOffset = 1 << 30
+	if p.Page > maxOffset/p.Limit {
+		return p, invalid("page is too large")
+	}
+	return p, nil
+}
+
+// pageAndLimit reads page (≥1, default 1) and limit (1..100, default 20),
+// leaving the bound on their product to the caller.
+func pageAndLimit(c *gin.Context) (models.Page, error) {
 	p := models.Page{Page: 1, Limit: defaultLimit}
 	if v, ok := c.GetQuery("page"); ok {
 		n, err := strconv.Atoi(v)
@@ -32,10 +46,6 @@ func pageOf(c *gin.Context) (models.Page, error) {
 			return p, invalid("limit must be an integer from 1 to %d", maxLimit)
 		}
 		p.Limit = n
-	}
-	const maxOffset = 1 << 30
-	if p.Page > maxOffset/p.Limit {
-		return p, invalid("page is too large")
 	}
 	return p, nil
 }

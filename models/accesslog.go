@@ -105,14 +105,22 @@ func (s *Store) InsertAccessLogs(ctx context.Context, logs []AccessLog) error {
 
 // AccessLogQuery filters a tenant's access logs.
 type AccessLogQuery struct {
-	Page     Page
-	KeyID    string
-	Status   int
-	Method   string
-	From, To *time.Time
+	// Page is the page to read; with After, only its Limit counts.
+	Page Page
+	// After, when set, reads the rows after this position (a previous
+	// page's last row) instead of skipping Page's offset.
+	After *Position
+	// CountUpTo, when above 0, bounds the count: the total answered is
+	// at most CountUpTo+1, and above CountUpTo means "more than that".
+	CountUpTo int64
+	KeyID     string
+	Status    int
+	Method    string
+	From, To  *time.Time
 }
 
-// ListAccessLogs returns a page of the tenant's access logs, newest first.
+// ListAccessLogs returns a page of the tenant's access logs, newest first
+// (created_at, then id), and how many match q's filters (After aside).
 func (s *Store) ListAccessLogs(ctx context.Context, tenantID string, q AccessLogQuery) ([]AccessLog, int64, error) {
 	db := s.r.WithContext(ctx).Model(&AccessLog{}).Where("tenant_id = ?", tenantID)
 	if q.KeyID != "" {
@@ -130,12 +138,12 @@ func (s *Store) ListAccessLogs(ctx context.Context, tenantID string, q AccessLog
 	if q.To != nil {
 		db = db.Where("created_at < ?", q.To.UTC())
 	}
-	var total int64
-	if err := db.Count(&total).Error; err != nil {
+	total, err := s.count(ctx, db, q.CountUpTo)
+	if err != nil {
 		return nil, 0, fmt.Errorf("count access logs: %w", err)
 	}
 	logs := []AccessLog{}
-	if err := db.Order("created_at DESC, id DESC").Limit(q.Page.Limit).Offset(q.Page.Offset()).Find(&logs).Error; err != nil {
+	if err := page(db, "created_at", q.Page, q.After).Find(&logs).Error; err != nil {
 		return nil, 0, fmt.Errorf("list access logs: %w", err)
 	}
 	return logs, total, nil

@@ -284,7 +284,14 @@ func (s *Store) FinishAttempt(ctx context.Context, d *WebhookDelivery) error {
 
 // DeliveryQuery filters a tenant's deliveries.
 type DeliveryQuery struct {
-	Page       Page
+	// Page is the page to read; with After, only its Limit counts.
+	Page Page
+	// After, when set, reads the rows after this position (a previous
+	// page's last row) instead of skipping Page's offset.
+	After *Position
+	// CountUpTo, when above 0, bounds the count: the total answered is
+	// at most CountUpTo+1, and above CountUpTo means "more than that".
+	CountUpTo  int64
 	EndpointID string
 	EventID    string
 	EventType  string
@@ -298,7 +305,9 @@ type DeliveryQuery struct {
 	Error string
 }
 
-// ListDeliveries returns a page of the tenant's delivery attempts, newest first.
+// ListDeliveries returns a page of the tenant's delivery attempts, newest
+// first (started_at, then id), and how many match q's filters (After
+// aside).
 func (s *Store) ListDeliveries(ctx context.Context, tenantID string, q DeliveryQuery) ([]WebhookDelivery, int64, error) {
 	db := s.r.WithContext(ctx).Model(&WebhookDelivery{}).Where("tenant_id = ?", tenantID)
 	if q.EndpointID != "" {
@@ -325,12 +334,12 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID string, q DeliveryQ
 	if q.Error != "" {
 		db = db.Where("error = ?", q.Error)
 	}
-	var total int64
-	if err := db.Count(&total).Error; err != nil {
+	total, err := s.count(ctx, db, q.CountUpTo)
+	if err != nil {
 		return nil, 0, fmt.Errorf("count deliveries: %w", err)
 	}
 	out := []WebhookDelivery{}
-	if err := db.Order("started_at DESC, id DESC").Limit(q.Page.Limit).Offset(q.Page.Offset()).Find(&out).Error; err != nil {
+	if err := page(db, "started_at", q.Page, q.After).Find(&out).Error; err != nil {
 		return nil, 0, fmt.Errorf("list deliveries: %w", err)
 	}
 	return out, total, nil

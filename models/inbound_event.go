@@ -337,19 +337,31 @@ func (s *Store) GetInboundEvent(ctx context.Context, tenantID, moduleID, id stri
 	return &ev, nil
 }
 
+// InboundEventQuery asks for a page of a module's inbound calls.
+type InboundEventQuery struct {
+	// Page is the page to read; with After, only its Limit counts.
+	Page Page
+	// After, when set, reads the calls after this position (a previous
+	// page's last call) instead of skipping Page's offset.
+	After *Position
+	// CountUpTo, when above 0, bounds the count: the total answered is
+	// at most CountUpTo+1, and above CountUpTo means "more than that".
+	CountUpTo int64
+}
+
 // ListInboundEvents returns a page of the calls a module's inbound webhook
-// received, newest first.
-func (s *Store) ListInboundEvents(ctx context.Context, tenantID, moduleID string, p Page) ([]InboundEvent, int64, error) {
+// received, newest first (received_at, then id), and how many it received.
+func (s *Store) ListInboundEvents(ctx context.Context, tenantID, moduleID string, p InboundEventQuery) ([]InboundEvent, int64, error) {
 	if _, err := s.GetModule(ctx, tenantID, moduleID); err != nil {
 		return nil, 0, err
 	}
 	q := s.r.WithContext(ctx).Model(&InboundEvent{}).Where("tenant_id = ? AND module_id = ?", tenantID, moduleID)
-	var total int64
-	if err := q.Count(&total).Error; err != nil {
+	total, err := s.count(ctx, q, p.CountUpTo)
+	if err != nil {
 		return nil, 0, fmt.Errorf("count inbound events: %w", err)
 	}
 	var out []InboundEvent
-	err := q.Order("received_at DESC, id DESC").Limit(p.Limit).Offset(p.Offset()).Find(&out).Error
+	err = page(q, "received_at", p.Page, p.After).Find(&out).Error
 	if err != nil {
 		return nil, 0, fmt.Errorf("list inbound events: %w", err)
 	}

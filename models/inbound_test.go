@@ -484,7 +484,7 @@ func TestApplyInbound(t *testing.T) {
 			t.Errorf("records: total %d, %v; want 1 (refused calls create none)", total, err)
 		}
 
-		got, total, err := s.ListInboundEvents(ctx, e.tenant, e.m.ID, models.Page{Page: 1, Limit: 100})
+		got, total, err := s.ListInboundEvents(ctx, e.tenant, e.m.ID, models.InboundEventQuery{Page: models.Page{Page: 1, Limit: 100}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -508,7 +508,7 @@ func TestApplyInbound(t *testing.T) {
 		}
 
 		other, _ := newTenant(t, s)
-		if _, _, err := s.ListInboundEvents(ctx, other, e.m.ID, models.Page{Page: 1, Limit: 10}); !errors.Is(err, models.ErrNotFound) {
+		if _, _, err := s.ListInboundEvents(ctx, other, e.m.ID, models.InboundEventQuery{Page: models.Page{Page: 1, Limit: 10}}); !errors.Is(err, models.ErrNotFound) {
 			t.Errorf("ListInboundEvents by another tenant: %v, want not found", err)
 		}
 	})
@@ -715,7 +715,7 @@ func TestDeleteModuleRemovesInbound(t *testing.T) {
 		if err := s.DeleteInbound(ctx, e.tenant, kept.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, total, err := s.ListInboundEvents(ctx, e.tenant, kept.ID, models.Page{Page: 1, Limit: 10}); err != nil || total != 2 {
+		if _, total, err := s.ListInboundEvents(ctx, e.tenant, kept.ID, models.InboundEventQuery{Page: models.Page{Page: 1, Limit: 10}}); err != nil || total != 2 {
 			t.Errorf("inbound events after DeleteInbound: total %d, %v; want the 2 kept", total, err)
 		}
 
@@ -725,7 +725,7 @@ func TestDeleteModuleRemovesInbound(t *testing.T) {
 		if _, err := s.LookupInbound(ctx, "orders", e.token); !errors.Is(err, models.ErrNotFound) {
 			t.Errorf("LookupInbound after DeleteModule: %v, want not found", err)
 		}
-		if _, _, err := s.ListInboundEvents(ctx, e.tenant, e.m.ID, models.Page{Page: 1, Limit: 10}); !errors.Is(err, models.ErrNotFound) {
+		if _, _, err := s.ListInboundEvents(ctx, e.tenant, e.m.ID, models.InboundEventQuery{Page: models.Page{Page: 1, Limit: 10}}); !errors.Is(err, models.ErrNotFound) {
 			t.Errorf("ListInboundEvents after DeleteModule: %v, want not found", err)
 		}
 		// A module of the same slug does not inherit the old URL.

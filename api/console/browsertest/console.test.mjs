@@ -362,7 +362,7 @@ async function run(page) {
     await createRecord(XSS);
     const row = await until('the delivery of the record with markup', async () =>
       (await deliveries({ endpoint_id: ENDPOINT_ID })).data.find((d) => !seen.has(d.event_id) && d.finished_at));
-    // Later steps need at least 50 attempts: seed them while this runs.
+    // Later steps need over 100 attempts (three pages): seed them while this runs.
     seeding = seed();
     await page.evaluate((id) => { location.hash = `#/deliveries/${encodeURIComponent(id)}`; }, row.id);
     const pre = page.getByTestId('request-body');
@@ -409,6 +409,40 @@ async function run(page) {
     check((await result.innerText()).includes('202'), `the replay's outcome reads ${await result.innerText()}`);
     await page.getByTestId('inbound-refresh').click();
     await page.locator('[data-testid="inbound-marker"][data-mark="replay"]').waitFor();
+  });
+
+  await step('inbound calls by cursor', async () => {
+    // 50 more calls, unsigned: each is refused (401) and kept, like every
+    // call, which makes over 50 in all, two pages.
+    const hook = await api('GET', `/api/admin/modules/${encodeURIComponent(INBOUND_MODULE_ID)}/inbound-webhook`);
+    for (let i = 0; i < 50; i += 10) {
+      await Promise.all(Array.from({ length: 10 }, async (_, j) => {
+        const res = await fetch(hook.url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ n: i + j }) });
+        await res.text();
+        check(res.status === 401, `unsigned inbound call ${i + j}: HTTP ${res.status}, want 401`);
+      }));
+    }
+    const eventsPath = `/api/admin/modules/${encodeURIComponent(INBOUND_MODULE_ID)}/inbound-events`;
+    const firstAPI = await api('GET', `${eventsPath}?limit=50`);
+    check(firstAPI.total > 50 && firstAPI.total <= 100 && firstAPI.next_cursor, `the inbound calls number ${firstAPI.total}, next_cursor ${firstAPI.next_cursor}`);
+    const moduleHash = `#/inbound?module=${encodeURIComponent(INBOUND_MODULE_ID)}`;
+    const shownIDs = () => page.getByTestId('inbound-row').evaluateAll((rows) => rows.map((r) => r.dataset.eventId));
+    await page.getByTestId('inbound-refresh').click();
+    await page.locator('[data-testid="inbound-page-info"][data-page="1"]', { hasText: `Page 1 of 2 · ${firstAPI.total} calls` }).waitFor();
+    check(JSON.stringify(await shownIDs()) === JSON.stringify(firstAPI.data.map((ev) => ev.id)), 'page 1 of the inbound calls is not the API\'s');
+    check(await page.getByTestId('inbound-prev').getAttribute('aria-disabled') === 'true', 'the first page of inbound calls offers Previous');
+    await page.getByTestId('inbound-next').click();
+    await page.locator('[data-testid="inbound-page-info"][data-page="2"]').waitFor();
+    const hash = new URL(page.url()).hash;
+    check(hash === `${moduleHash}&cursor=${firstAPI.next_cursor}`, `page 2's hash is ${hash}, want the first page's next_cursor`);
+    const secondAPI = await api('GET', `${eventsPath}?limit=50&cursor=${firstAPI.next_cursor}`);
+    check(secondAPI.next_cursor === null, 'page 2 of the inbound calls has a next_cursor');
+    check(JSON.stringify(await shownIDs()) === JSON.stringify(secondAPI.data.map((ev) => ev.id)), 'page 2 of the inbound calls is not the calls after page 1');
+    check(await page.getByTestId('inbound-next').getAttribute('aria-disabled') === 'true', 'the last page of inbound calls offers Next');
+    await page.getByTestId('inbound-prev').click();
+    await page.waitForURL((u) => u.hash === moduleHash);
+    await page.locator('[data-testid="inbound-page-info"][data-page="1"]').waitFor();
+    check(JSON.stringify(await shownIDs()) === JSON.stringify(firstAPI.data.map((ev) => ev.id)), 'Previous does not show page 1 of the inbound calls again');
   });
 
   await step('a record\'s deliveries, from the record shown in an attempt', async () => {
@@ -492,18 +526,49 @@ async function run(page) {
     const sorted = [...times].sort((a, b) => a - b);
     console.log(`console-perf deliveries50 median_ms=${sorted[2].toFixed(1)} max_ms=${sorted[4].toFixed(1)}`);
 
-    // Paging: the total is over 50, so there is a second page.
+    // Paging by cursor: the total is over 50, so there is a second page.
+    // Next follows the API's next_cursor, kept in the hash; Previous goes
+    // back through the cursors of the pages before.
     const info = page.getByTestId('page-info');
     const total = Number(await info.getAttribute('data-total'));
     check(total > 50 && (await info.innerText()).startsWith(`Page 1 of ${Math.ceil(total / 50)}`), `the pager reads ${await info.innerText()}`);
+    const shownIDs = () => page.getByTestId('delivery-row').evaluateAll((rows) => rows.map((r) => r.dataset.deliveryId));
+    const first = await shownIDs();
+    const firstAPI = await deliveries({ limit: '50' });
+    check(firstAPI.next_cursor, 'the first page of more than 50 attempts has no next_cursor');
     await page.getByTestId('page-next').click();
-    await page.waitForURL((u) => u.hash === '#/deliveries?page=2');
-    await page.locator('[data-testid="page-info"]', { hasText: 'Page 2 of' }).waitFor();
-    // Seeded attempts may still be arriving: page 2 is checked against its own total.
+    await page.waitForURL((u) => /^#\/deliveries\?cursor=[A-Za-z0-9_-]+$/.test(u.hash));
+    await page.locator('[data-testid="page-info"][data-page="2"]', { hasText: 'Page 2 of' }).waitFor();
+    const cursor2 = new URLSearchParams(new URL(page.url()).hash.split('?')[1]).get('cursor');
+    const second = await shownIDs();
+    // Seeded attempts may still be arriving, on top of the list: page 2 holds
+    // the attempts after page 1's last row, whatever came meanwhile.
+    const secondAPI = await deliveries({ limit: '50', cursor: cursor2 });
+    check(JSON.stringify(second) === JSON.stringify(secondAPI.data.map((d) => d.id)), `page 2 shows ${second.length} attempts, not those after its cursor`);
+    check(second.length > 0 && second.every((id) => !first.includes(id)), 'page 2 repeats an attempt of page 1');
     const total2 = Number(await info.getAttribute('data-total'));
-    check(await page.getByTestId('delivery-row').count() === Math.min(50, total2 - 50), `page 2 does not hold the attempts after the first 50 of ${total2}`);
+    check(second.length === Math.min(50, total2 - 50), `page 2 holds ${second.length} attempts of ${total2}`);
+    const calls = await apiCallsDuring(async () => {
+      await page.reload();
+      await page.locator('[data-testid="page-info"][data-page="2"]').waitFor();
+    });
+    check(JSON.stringify(await shownIDs()) === JSON.stringify(second), 'page 2 shows other attempts after a reload');
+    check(calls.some((u) => new URL(u, BASE).searchParams.get('cursor') === cursor2 && !new URL(u, BASE).searchParams.has('page')),
+      `page 2 after a reload called ${calls.join(', ')}`);
+    // Over 100 attempts: a third page, and Previous back through the stack.
+    check(secondAPI.next_cursor, `page 2 of ${total2} attempts has no next_cursor`);
+    await page.getByTestId('page-next').click();
+    await page.locator('[data-testid="page-info"][data-page="3"]').waitFor();
+    check(new URL(page.url()).hash.includes(`back=${cursor2}`), `page 3's hash ${new URL(page.url()).hash} does not keep page 2's cursor`);
+    const third = await shownIDs();
+    check(third.length > 0 && third.every((id) => !first.includes(id) && !second.includes(id)), 'page 3 repeats an attempt of an earlier page');
     await page.getByTestId('page-prev').click();
-    await page.locator('[data-testid="page-info"]', { hasText: 'Page 1 of' }).waitFor();
+    await page.locator('[data-testid="page-info"][data-page="2"]').waitFor();
+    check(JSON.stringify(await shownIDs()) === JSON.stringify(second), 'Previous from page 3 does not show page 2 again');
+    await page.getByTestId('page-prev').click();
+    await page.waitForURL((u) => u.hash === '#/deliveries');
+    await page.locator('[data-testid="page-info"][data-page="1"]', { hasText: 'Page 1 of' }).waitFor();
+    check(await page.getByTestId('page-prev').getAttribute('aria-disabled') === 'true', 'the first page offers Previous');
   });
 
   await step('endpoints 20 to a page, the page in the hash', async () => {
@@ -638,11 +703,11 @@ async function run(page) {
 // waits for them.
 async function seed() {
   const { total } = await deliveries({});
-  const n = Math.max(0, 52 - total);
+  const n = Math.max(0, 102 - total);
   for (let i = 0; i < n; i += 5) {
     await Promise.all(Array.from({ length: Math.min(5, n - i) }, (_, j) => createRecord(`seed ${i + j}`)));
   }
-  await until('50 delivery attempts', async () => (await deliveries({ limit: '1' })).total >= 50, 45000);
+  await until('101 delivery attempts', async () => (await deliveries({ limit: '1' })).total >= 101, 45000);
 }
 
 main().then(() => {

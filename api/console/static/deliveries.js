@@ -4,6 +4,7 @@
 import { h, replace, svg, link, badge, fmtMs, time, zoneName, toLocalInput, fromLocalInput } from './dom.js';
 import { request, adminPath, withQuery } from './api.js';
 import { header, loading, errorBox, refreshButton, temporalLink, bodyView } from './panel.js';
+import { pageOf, setPage, pager } from './pager.js';
 
 const PAGE_SIZE = 50;
 
@@ -19,10 +20,12 @@ const FILTERS = ['endpoint_id', 'event_id', 'record_id', 'event_type', 'succeede
 // until the new attempt (replay_of set) has finished, for up to 30 s.
 let watch = null;
 
+// listHash is the hash of a page of the list with filters; the first
+// page when page is absent.
 function listHash(filters, page) {
   const q = new URLSearchParams();
   for (const k of FILTERS) if (filters[k]) q.set(k, filters[k]);
-  if (page > 1) q.set('page', String(page));
+  if (page) setPage(q, page);
   const s = q.toString();
   return s ? `#/deliveries?${s}` : '#/deliveries';
 }
@@ -30,7 +33,7 @@ function listHash(filters, page) {
 export async function deliveriesPanel(ctx, params) {
   const filters = {};
   for (const k of FILTERS) filters[k] = params.get(k) || '';
-  const page = Math.max(1, parseInt(params.get('page') || '1', 10) || 1);
+  const page = pageOf(params);
   const body = h('div', { class: 'deliveries' }, loading('deliveries'));
   const banner = h('div', { class: 'banner-slot' });
   replace(ctx.main,
@@ -40,19 +43,21 @@ export async function deliveriesPanel(ctx, params) {
     body);
   let res;
   try {
-    res = await request('GET', withQuery('/api/admin/webhook-deliveries', { limit: PAGE_SIZE, page, ...filters }));
+    res = await request('GET', withQuery('/api/admin/webhook-deliveries', { limit: PAGE_SIZE, ...filters, cursor: page.cursor }));
   } catch (err) {
     if (ctx.alive()) replace(body, errorBox(err));
     return;
   }
   if (!ctx.alive()) return;
   const rows = res.data || [];
-  const pages = Math.max(1, Math.ceil(res.total / PAGE_SIZE));
   replace(body,
     rows.length
       ? table(ctx, rows)
       : h('p', { class: 'empty', 'data-testid': 'deliveries-empty' }, 'No attempts match these filters.'),
-    pager(filters, page, pages, res.total));
+    pager({
+      page, res, size: PAGE_SIZE, noun: 'attempt', hashOf: (p) => listHash(filters, p),
+      ids: { pager: 'deliveries-pager', prev: 'page-prev', info: 'page-info', next: 'page-next' },
+    }));
   showWatch(ctx, banner, filters, rows);
 }
 
@@ -120,7 +125,7 @@ function filterForm(ctx, f) {
       }
       next[k] = v;
     }
-    ctx.navigate(listHash(next, 1));
+    ctx.navigate(listHash(next));
   });
   return form;
 }
@@ -174,17 +179,6 @@ function table(ctx, rows) {
       ? link(`#/deliveries/${encodeURIComponent(d.replay_of)}`, '↻ replay', { class: 'small', title: `replay of ${d.replay_of}`, 'data-testid': 'delivery-replay-of' })
       : ''),
     h('td', null, temporalLink(ctx.config, d.workflow_id, d.run_id, 'Temporal ↗')))))));
-}
-
-function pager(filters, page, pages, total) {
-  const prev = page > 1 ? link(listHash(filters, page - 1), '← Previous', { class: 'button secondary', 'data-testid': 'page-prev' })
-    : h('span', { class: 'button secondary disabled', 'aria-disabled': 'true', 'data-testid': 'page-prev' }, '← Previous');
-  const next = page < pages ? link(listHash(filters, page + 1), 'Next →', { class: 'button secondary', 'data-testid': 'page-next' })
-    : h('span', { class: 'button secondary disabled', 'aria-disabled': 'true', 'data-testid': 'page-next' }, 'Next →');
-  return h('div', { class: 'pager', 'data-testid': 'deliveries-pager' },
-    prev,
-    h('span', { 'data-testid': 'page-info', 'data-total': total }, `Page ${page} of ${pages} · ${total} attempt${total === 1 ? '' : 's'}`),
-    next);
 }
 
 export async function attemptPanel(ctx, _params, id) {

@@ -5,12 +5,13 @@
 import { h, replace, link, badge, time, moduleName } from './dom.js';
 import { request, adminPath, withQuery } from './api.js';
 import { header, loading, errorBox, refreshButton, bodyView } from './panel.js';
+import { pageOf, setPage, pager } from './pager.js';
 
 const PAGE_SIZE = 50;
 
 export function inboundPanel(ctx, params) {
   const module = params.get('module');
-  if (module) return eventsPanel(ctx, module, Math.max(1, parseInt(params.get('page') || '1', 10) || 1));
+  if (module) return eventsPanel(ctx, module, pageOf(params));
   return modulesPanel(ctx);
 }
 
@@ -51,7 +52,7 @@ async function eventsPanel(ctx, moduleID, page) {
     body);
   let res;
   try {
-    res = await request('GET', withQuery(adminPath('modules', moduleID, 'inbound-events'), { limit: PAGE_SIZE, page }));
+    res = await request('GET', withQuery(adminPath('modules', moduleID, 'inbound-events'), { limit: PAGE_SIZE, cursor: page.cursor }));
   } catch (err) {
     if (ctx.alive()) replace(body, errorBox(err));
     return;
@@ -59,19 +60,14 @@ async function eventsPanel(ctx, moduleID, page) {
   if (!ctx.alive()) return;
   if (res.module) replace(module, moduleName(res.module, 'inbound-module-name'));
   const evs = res.data || [];
-  const pages = Math.max(1, Math.ceil(res.total / PAGE_SIZE));
-  const pageLink = (p, text, testid) => (p >= 1 && p <= pages && p !== page)
-    ? link(`#/inbound?module=${encodeURIComponent(moduleID)}&page=${p}`, text, { class: 'button secondary', 'data-testid': testid })
-    : h('span', { class: 'button secondary disabled', 'aria-disabled': 'true', 'data-testid': testid }, text);
+  const hashOf = (p) => `#/inbound?${setPage(new URLSearchParams({ module: moduleID }), p)}`;
   replace(body,
     evs.length
       ? h('table', { class: 'list', 'data-testid': 'inbound-table' },
         h('thead', null, h('tr', null, ['Received', 'Status', 'Action', 'Record', 'Error', 'Marks', 'Body', ''].map((t) => h('th', null, t)))),
         h('tbody', null, evs.map((ev) => eventRow(ctx, moduleID, ev))))
       : h('p', { class: 'empty', 'data-testid': 'inbound-empty' }, 'No calls received.'),
-    h('div', { class: 'pager' }, pageLink(page - 1, '← Previous', 'inbound-prev'),
-      h('span', { 'data-testid': 'inbound-page-info' }, `Page ${page} of ${pages} · ${res.total} call${res.total === 1 ? '' : 's'}`),
-      pageLink(page + 1, 'Next →', 'inbound-next')));
+    pager({ page, res, size: PAGE_SIZE, noun: 'call', hashOf, ids: { prev: 'inbound-prev', info: 'inbound-page-info', next: 'inbound-next' } }));
 }
 
 function statusBadge(code, testid) {
