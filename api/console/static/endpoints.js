@@ -7,8 +7,8 @@ import { h, replace, svg, link, badge, fmtMs, fmtRate, fmtTime, time, zoneName, 
 import { request, adminPath, withQuery } from './api.js';
 import { header, loading, errorBox, refreshButton } from './panel.js';
 
-// PAGE_SIZE is smaller than the deliveries': the statistics read 24 hours
-// of attempts for every endpoint on the page.
+// PAGE_SIZE is smaller than the deliveries': each endpoint on the page
+// carries its statistics (24 hourly rollup rows read per endpoint).
 const PAGE_SIZE = 20;
 
 function pageHash(page) {
