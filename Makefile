@@ -1,9 +1,10 @@
-# recordhub: `make run` starts the whole service, `make test` runs the tests.
+# recordhub: `make run` starts the whole service, `make test` runs the tests,
+# `make test-short` the fast subset (no Temporal, PostgreSQL, Redis, Node or browser).
 GO ?= go
 # Pure Go everywhere (modernc SQLite, pgx): no C toolchain needed.
 export CGO_ENABLED ?= 0
 
-.PHONY: run test lint build bench bench-production clean
+.PHONY: run test test-short lint build bench bench-production clean
 
 run: ## run the service with its embedded defaults (SQLite in ./data)
 	$(GO) run ./cmd/recordhub serve
@@ -13,6 +14,9 @@ test: ## run every test; PostgreSQL and Redis tests skip when those are absent
 	@# cache; compile it first, outside the tests' timeout (seconds when cached).
 	$(GO) build go.temporal.io/server/cmd/server go.temporal.io/server/cmd/tools/sql
 	$(GO) test -count=1 -timeout 20m ./...
+
+test-short: ## the fast loop: skips every test that needs Temporal, PostgreSQL, Redis, Node or a browser
+	$(GO) test -short -count=1 ./...
 
 lint: ## gofmt, go vet, staticcheck, and workflowcheck on the workflow code
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)

@@ -321,9 +321,13 @@ type npmCase struct {
 
 // npmVerify runs the npm libraries on cases and returns each case's
 // verdicts by library: "ok" or the library's error. It skips the test when
-// node or the packages are missing, unless RECORDHUB_TEST_REQUIRE_NODE=1.
+// node or the packages are missing, unless RECORDHUB_TEST_REQUIRE_NODE=1,
+// and under -short.
 func npmVerify(t *testing.T, cases []npmCase) []map[string]string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs Node and the npm receivers' libraries; skipped by -short")
+	}
 	node, err := exec.LookPath("node")
 	if err == nil {
 		for _, pkg := range []string{"standardwebhooks", "svix"} {

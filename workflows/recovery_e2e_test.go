@@ -103,6 +103,9 @@ func quietLogger(tb testing.TB) log.Logger {
 // recoveryTemporal starts a Temporal server in-process for the test and
 // returns its client, the delivery search attributes registered.
 func recoveryTemporal(tb testing.TB) client.Client {
+	if testing.Short() {
+		tb.Skip("needs an in-process Temporal server; skipped by -short")
+	}
 	ts := temporaltest.NewServer(temporaltest.WithBaseClientOptions(client.Options{Logger: quietLogger(tb)}))
 	tb.Cleanup(ts.Stop)
 	c := ts.GetDefaultClient()

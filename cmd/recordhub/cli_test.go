@@ -414,6 +414,7 @@ func TestTenantNames(t *testing.T) {
 // TestFailedFirstStartPrintsNoKey: a first start that fails prints no
 // admin key and keeps none, so the next start that succeeds prints it.
 func TestFailedFirstStartPrintsNoKey(t *testing.T) {
+	skipShort(t)
 	cfg := testConfig(t, models.SQLite)
 	for _, c := range []struct {
 		name string

@@ -37,6 +37,9 @@ const consoleBrowserDir = "../../api/console/browsertest"
 // RECORDHUB_TEST_REQUIRE_BROWSER=1. RECORDHUB_CONSOLE_SCREENSHOT names a
 // PNG of the endpoints page to write.
 func TestConsoleInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium, Node and the embedded Temporal server; skipped by -short")
+	}
 	browser := cmp.Or(os.Getenv("CHROMIUM"), "/usr/bin/chromium")
 	node, nodeErr := exec.LookPath("node")
 	_, browserErr := os.Stat(browser)

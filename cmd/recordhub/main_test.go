@@ -88,6 +88,7 @@ func startServiceLogging(t *testing.T, cfg Config, stdout, stderr io.Writer) (ba
 // startServiceEnv is startService with env (its Listening is replaced).
 func startServiceEnv(t *testing.T, cfg Config, env Env) (base string, stop func() error) {
 	t.Helper()
+	skipShort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
@@ -113,6 +114,15 @@ func startServiceEnv(t *testing.T, cfg Config, env Env) (base string, stop func(
 	}
 	t.Cleanup(func() { stop() })
 	return base, stop
+}
+
+// skipShort skips a test that runs the service: it starts the embedded
+// Temporal server.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the embedded Temporal server; skipped by -short")
+	}
 }
 
 // concurrently calls f n times from workers goroutines and returns when

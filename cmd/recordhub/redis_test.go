@@ -28,6 +28,9 @@ import (
 // the services.
 func startRedis(t *testing.T) (string, *exec.Cmd) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs redis-server; skipped by -short")
+	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if storetest.Required() {

@@ -288,6 +288,7 @@ type child struct {
 // startChild runs the service as a child process (this test binary, see
 // TestMain) with cfg, and waits until it listens.
 func startChild(t *testing.T, cfg Config) *child {
+	skipShort(t)
 	t.Helper()
 	addrFile := t.TempDir() + "/addr"
 	cmd := exec.Command(os.Args[0], "-test.run=^$")

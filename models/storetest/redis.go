@@ -9,10 +9,14 @@ import (
 )
 
 // Redis returns a client of the test Redis, closed when the test ends; the
-// test is skipped (or fails, when Required) if Redis cannot be reached.
+// test is skipped (or fails, when Required) if Redis cannot be reached, and
+// skipped by -short.
 // Tests keep their keys apart with a random prefix of their own.
 func Redis(t testing.TB) *redis.Client {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs Redis; skipped by -short")
+	}
 	opts, err := redis.ParseURL(RedisURL())
 	if err != nil {
 		t.Fatalf("parse redis url: %v", err)

@@ -42,7 +42,7 @@ func SecretBox(t testing.TB) *models.SecretBox {
 
 // Open returns a migrated, empty store of the given dialect, closed when
 // the test ends. PostgreSQL tests are skipped (or fail, when Required) if
-// the server cannot be reached.
+// the server cannot be reached, and skipped by -short.
 func Open(t testing.TB, d models.Dialect) *models.Store {
 	t.Helper()
 	ctx := context.Background()
@@ -72,6 +72,10 @@ func Open(t testing.TB, d models.Dialect) *models.Store {
 // search_path selects it; the schema is dropped when the test ends.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
+	// Before the reachability check: -short wins over Required.
+	if testing.Short() {
+		t.Skip("needs PostgreSQL; skipped by -short")
+	}
 	base := os.Getenv("RECORDHUB_TEST_DATABASE_URL")
 	if base == "" {
 		base = DefaultPostgresURL

@@ -25,6 +25,9 @@ const defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=
 // is unreachable unless CI requires services (as models/storetest does).
 func postgresURL(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL and a Temporal server build; skipped by -short")
+	}
 	u := os.Getenv("RECORDHUB_TEST_DATABASE_URL")
 	if u == "" {
 		u = defaultPostgresURL

@@ -45,6 +45,9 @@ func testLogger() *slog.Logger {
 
 func startServer(t *testing.T, cfg Config) *Server {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the embedded Temporal server; skipped by -short")
+	}
 	began := time.Now()
 	s, err := Start(t.Context(), cfg)
 	if err != nil {
@@ -238,6 +241,9 @@ func TestHistorySurvivesKill(t *testing.T) {
 	if dir := os.Getenv("DEVTEMPORAL_CHILD_DIR"); dir != "" {
 		runChild(t, dir)
 		return
+	}
+	if testing.Short() {
+		t.Skip("needs the embedded Temporal server; skipped by -short")
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHistorySurvivesKill$")
