@@ -226,25 +226,30 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 }
 
 // AttemptInput names the delivery an attempt belongs to.
+//
+// Its JSON names are pinned to the field names encoding/json gave it before
+// it had tags: attempts scheduled by running workflows hold them, so a
+// renamed field must keep its tag.
 type AttemptInput struct {
-	TenantID   string
-	EventID    string
-	EndpointID string
+	TenantID   string `json:"TenantID"`
+	EventID    string `json:"EventID"`
+	EndpointID string `json:"EndpointID"`
 	// ReplayOf is the delivery id a replay was started from; "" otherwise.
-	ReplayOf string
+	ReplayOf string `json:"ReplayOf"`
 }
 
 // AttemptOutput reports an attempt. A successful Attempt returns it; a
 // failed one returns an error whose details hold it (see ErrTypeDeliveryFailed).
+// Its JSON names are pinned like AttemptInput's.
 type AttemptOutput struct {
 	// DeliveryID is the attempt's webhook_deliveries row; "" when its
 	// in-flight row could not be written (and nothing was sent).
-	DeliveryID string
-	Attempt    int
+	DeliveryID string `json:"DeliveryID"`
+	Attempt    int    `json:"Attempt"`
 	// StatusCode is the receiver's HTTP status; 0 when there was none.
-	StatusCode int
+	StatusCode int `json:"StatusCode"`
 	// Error is the delivery error code; "" on success.
-	Error string
+	Error string `json:"Error"`
 }
 
 // Attempt is the delivery activity: it sends the event to the endpoint once
