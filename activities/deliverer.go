@@ -69,16 +69,24 @@ type Store interface {
 // before it is disabled (RECORDHUB_ENDPOINT_DISABLE_AFTER).
 const DefaultDisableAfter = 120 * time.Hour
 
-// DefaultTimeout is the per-attempt timeout (RECORDHUB_WEBHOOK_TIMEOUT).
-const DefaultTimeout = 30 * time.Second
-
-// The default delivery schedule (the workflow's retry policy), for
-// placing a receiver's Retry-After when Temporal does not say what the
+// The default delivery schedule: the only place its values are written.
+// The workflow's retry policy (workflows.DefaultRetryPolicy) and the
+// configuration's defaults are built from these, since workflows imports
+// this package and not the other way round; the Deliverer uses them to
+// place a receiver's Retry-After when Temporal does not say what the
 // policy is.
 const (
-	DefaultRetryInitial     = 60 * time.Second
+	// DefaultTimeout is the per-attempt timeout (RECORDHUB_WEBHOOK_TIMEOUT).
+	DefaultTimeout = 30 * time.Second
+	// DefaultRetryInitial is the delay before the second attempt
+	// (RECORDHUB_WEBHOOK_RETRY_INITIAL).
+	DefaultRetryInitial = 60 * time.Second
+	// DefaultRetryMaxInterval caps the delay between two attempts
+	// (RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL).
 	DefaultRetryMaxInterval = 960 * time.Second
-	retryCoefficient        = 2.0
+	// BackoffCoefficient multiplies each delay between attempts to give
+	// the next.
+	BackoffCoefficient = 2.0
 )
 
 // Config configures a Deliverer.
@@ -217,7 +225,7 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 		userAgent: "recordhub-webhooks/" + cfg.Version,
 		now:       cfg.Now,
 		metrics:   cfg.Metrics,
-		schedule:  schedule{initial: cfg.RetryInitial, coefficient: retryCoefficient, maxInterval: max(cfg.RetryMaxInterval, cfg.RetryInitial)},
+		schedule:  schedule{initial: cfg.RetryInitial, coefficient: BackoffCoefficient, maxInterval: max(cfg.RetryMaxInterval, cfg.RetryInitial)},
 
 		disableAfter: cfg.DisableAfter,
 		tracing:      newTracing(cfg.TracerProvider, cfg.Propagator),
@@ -226,25 +234,30 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 }
 
 // AttemptInput names the delivery an attempt belongs to.
+//
+// Its JSON names are pinned to the field names encoding/json gave it before
+// it had tags: attempts scheduled by running workflows hold them, so a
+// renamed field must keep its tag.
 type AttemptInput struct {
-	TenantID   string
-	EventID    string
-	EndpointID string
+	TenantID   string `json:"TenantID"`
+	EventID    string `json:"EventID"`
+	EndpointID string `json:"EndpointID"`
 	// ReplayOf is the delivery id a replay was started from; "" otherwise.
-	ReplayOf string
+	ReplayOf string `json:"ReplayOf"`
 }
 
 // AttemptOutput reports an attempt. A successful Attempt returns it; a
 // failed one returns an error whose details hold it (see ErrTypeDeliveryFailed).
+// Its JSON names are pinned like AttemptInput's.
 type AttemptOutput struct {
 	// DeliveryID is the attempt's webhook_deliveries row; "" when its
 	// in-flight row could not be written (and nothing was sent).
-	DeliveryID string
-	Attempt    int
+	DeliveryID string `json:"DeliveryID"`
+	Attempt    int    `json:"Attempt"`
 	// StatusCode is the receiver's HTTP status; 0 when there was none.
-	StatusCode int
+	StatusCode int `json:"StatusCode"`
 	// Error is the delivery error code; "" on success.
-	Error string
+	Error string `json:"Error"`
 }
 
 // Attempt is the delivery activity: it sends the event to the endpoint once
@@ -555,7 +568,7 @@ func (d *Deliverer) nextDelay(ctx context.Context, n int, hint time.Duration) ti
 		if p := activity.GetInfo(ctx).RetryPolicy; p != nil && p.InitialInterval > 0 && p.MaximumInterval > 0 {
 			s = schedule{initial: p.InitialInterval, coefficient: p.BackoffCoefficient, maxInterval: max(p.MaximumInterval, p.InitialInterval)}
 			if s.coefficient < 1 {
-				s.coefficient = retryCoefficient
+				s.coefficient = BackoffCoefficient
 			}
 		}
 	}

@@ -42,7 +42,8 @@ type Deps struct {
 	// Registry receives the server's metrics and is served at /metrics.
 	Registry *prometheus.Registry
 	Log      *slog.Logger
-	// DefaultRateLimit is the per-minute limit of keys created without one.
+	// DefaultRateLimit is the per-minute limit of keys created without one;
+	// zero means models.DefaultRateLimitPerMinute.
 	DefaultRateLimit int
 	// Ready lists the checks of /readyz.
 	Ready []Check
@@ -122,7 +123,7 @@ func New(d Deps) *Server {
 		s.heavyReadTimeout = models.DefaultHeavyReadTimeout
 	}
 	if s.defaultRateLimit <= 0 {
-		s.defaultRateLimit = 600
+		s.defaultRateLimit = models.DefaultRateLimitPerMinute
 	}
 	if d.TracerProvider != nil {
 		s.tracing = &tracing{tracer: d.TracerProvider.Tracer("github.com/recordhub/recordhub/api"), propagator: d.Propagator}

@@ -78,6 +78,10 @@ const (
 	MaxGraceSeconds       = 7 * 24 * 3600
 )
 
+// DefaultRateLimitPerMinute is the limit of keys created without one,
+// unless RECORDHUB_DEFAULT_RATE_LIMIT says otherwise.
+const DefaultRateLimitPerMinute = 600
+
 func (s *Store) validateKeyInput(ctx context.Context, tenantID string, in KeyInput) ([]FieldError, error) {
 	var errs []FieldError
 	if in.Name != nil && len(*in.Name) > 200 {

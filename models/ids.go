@@ -17,6 +17,9 @@ const (
 	PrefixRecord    = "rec_"
 	PrefixAccessLog = "log_"
 	PrefixRequest   = "req_"
+	// PrefixDispatcher names a dispatcher, the owner of the events it
+	// claims.
+	PrefixDispatcher = "dsp_"
 )
 
 var (

@@ -70,8 +70,14 @@ func (e *RecoveryRunningError) conflict() *Error {
 }
 
 // RecoveryProgress is what a recovery has done so far.
+//
+// Recovery workflows and activities carry it; its JSON names are pinned to
+// the field names encoding/json gave it before it had tags, which running
+// executions' payloads hold.
 type RecoveryProgress struct {
-	Found, Replayed, Failed int
+	Found    int `json:"Found"`
+	Replayed int `json:"Replayed"`
+	Failed   int `json:"Failed"`
 }
 
 // createRecoveryTries bounds CreateRecovery's attempts when the running

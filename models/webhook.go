@@ -34,7 +34,9 @@ const (
 	PrefixEndpoint = "whe_"
 	PrefixEvent    = "evt_"
 	PrefixDelivery = "whd_"
-	secretPrefix   = "whsec_"
+	// PrefixWebhookSecret starts every endpoint signing secret, as Standard
+	// Webhooks' "whsec_" form has it.
+	PrefixWebhookSecret = "whsec_"
 )
 
 // WebhookEndpoint is an outbound subscription. Its signing secrets are

@@ -28,7 +28,7 @@ func NewWebhookSecret() string {
 	if _, err := rand.Read(b); err != nil {
 		panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on supported platforms
 	}
-	return secretPrefix + base64.StdEncoding.EncodeToString(b)
+	return PrefixWebhookSecret + base64.StdEncoding.EncodeToString(b)
 }
 
 // StandardWebhooksKey returns the HMAC key of the webhook-signature header
@@ -52,7 +52,7 @@ func StandardWebhooksKey(secret string) []byte {
 // form. The decoded key must encode back to exactly what was given: the
 // decoder alone would skip line breaks and take non-canonical final bits.
 func decodeWebhookSecret(secret string) ([]byte, bool) {
-	rest, ok := strings.CutPrefix(secret, secretPrefix)
+	rest, ok := strings.CutPrefix(secret, PrefixWebhookSecret)
 	if !ok {
 		return nil, false
 	}

@@ -14,13 +14,14 @@ import (
 )
 
 // The default delivery schedule, used where the configuration leaves a
-// value unset.
+// value unset. The values are written once, in activities, which also
+// needs them and cannot import this package.
 const (
-	DefaultRetryInitial     = 60 * time.Second
-	DefaultRetryMaxInterval = 960 * time.Second
-	DefaultAttemptTimeout   = 30 * time.Second
+	DefaultRetryInitial     = activities.DefaultRetryInitial
+	DefaultRetryMaxInterval = activities.DefaultRetryMaxInterval
+	DefaultAttemptTimeout   = activities.DefaultTimeout
 	// BackoffCoefficient multiplies each delay between attempts to give the next.
-	BackoffCoefficient = 2.0
+	BackoffCoefficient = activities.BackoffCoefficient
 )
 
 // rowMargin is added to the attempt timeout to give the activity's whole

@@ -162,7 +162,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // events, releases the events it did not mark, and returns the error.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	if d.Owner == "" {
-		d.Owner = models.NewID("dsp_")
+		d.Owner = models.NewID(models.PrefixDispatcher)
 	}
 	began := time.Now()
 	events, err := d.Store.ClaimEvents(ctx, models.Claim{

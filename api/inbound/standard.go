@@ -22,10 +22,6 @@ const (
 	maxStdEntries    = 10
 )
 
-// whsecPrefix marks a secret in the Standard Webhooks format: the rest is
-// the base64 key.
-const whsecPrefix = "whsec_"
-
 // verifyStandard checks a Standard Webhooks call.
 func verifyStandard(secret string, h http.Header, body []byte, now time.Time) error {
 	sh, err := parseStandard(h, now)
@@ -141,7 +137,7 @@ func standardKeys(secret string) [][]byte {
 		keys = append(keys, key)
 	}
 	add([]byte(secret))
-	if rest, ok := strings.CutPrefix(secret, whsecPrefix); ok {
+	if rest, ok := strings.CutPrefix(secret, models.PrefixWebhookSecret); ok {
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding} {
 			if key, err := enc.DecodeString(rest); err == nil && len(key) > 0 {
 				add(key)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -50,7 +51,10 @@ type Config struct {
 	WebhookTimeout          time.Duration
 	WebhookRetryInitial     time.Duration
 	WebhookRetryMaxInterval time.Duration
-	WebhookAllowCIDRs       []string
+	// WebhookAllowCIDRs are the networks exempted from the private-address
+	// block (RECORDHUB_WEBHOOK_ALLOW_CIDRS), parsed once here for both the
+	// API's URL check and the deliverer.
+	WebhookAllowCIDRs []netip.Prefix
 	// EndpointDisableAfter: an endpoint whose deliveries have all failed
 	// for this long (at least 5 of them) is disabled
 	// (RECORDHUB_ENDPOINT_DISABLE_AFTER); zero never disables.
@@ -107,50 +111,33 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 		}
 	}
 	durVar := func(dst *time.Duration, name string, def time.Duration) {
-		*dst = def
-		if v := getenv(name); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				errs = append(errs, fmt.Sprintf("%s must be a positive duration such as 30s", name))
-				return
-			}
-			*dst = d
+		var ok bool
+		if *dst, ok = envDuration(getenv, name, def, false); !ok {
+			errs = append(errs, fmt.Sprintf("%s must be a positive duration such as 30s", name))
 		}
 	}
-	intVar(&c.DefaultRateLimit, "RECORDHUB_DEFAULT_RATE_LIMIT", 600, 1, 1_000_000)
+	intVar(&c.DefaultRateLimit, "RECORDHUB_DEFAULT_RATE_LIMIT", models.DefaultRateLimitPerMinute, 1, models.MaxRateLimitPerMinute)
 	intVar(&c.DatabaseMaxConns, "RECORDHUB_DATABASE_MAX_CONNS", 20, 2, 10_000)
 	intVar(&c.TemporalPort, "RECORDHUB_TEMPORAL_PORT", 7233, 1, 65535)
 	durVar(&c.TemporalRetention, "RECORDHUB_TEMPORAL_RETENTION", 720*time.Hour)
-	durVar(&c.WebhookTimeout, "RECORDHUB_WEBHOOK_TIMEOUT", 30*time.Second)
-	durVar(&c.WebhookRetryInitial, "RECORDHUB_WEBHOOK_RETRY_INITIAL", 60*time.Second)
-	durVar(&c.WebhookRetryMaxInterval, "RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL", 960*time.Second)
+	retry := workflows.DefaultRetryPolicy()
+	durVar(&c.WebhookTimeout, "RECORDHUB_WEBHOOK_TIMEOUT", retry.AttemptTimeout)
+	durVar(&c.WebhookRetryInitial, "RECORDHUB_WEBHOOK_RETRY_INITIAL", retry.Initial)
+	durVar(&c.WebhookRetryMaxInterval, "RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL", retry.MaxInterval)
 	errs = append(errs, c.readRetention(getenv)...)
 	var terr string
 	c.Tracing, terr = tracingFromEnv(getenv)
 	if terr != "" {
 		errs = append(errs, terr)
 	}
-	c.EndpointDisableAfter = activities.DefaultDisableAfter
-	if v := getenv("RECORDHUB_ENDPOINT_DISABLE_AFTER"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			errs = append(errs, "RECORDHUB_ENDPOINT_DISABLE_AFTER must be a duration such as 120h, or 0 never to disable")
-		} else {
-			c.EndpointDisableAfter = d
-		}
+	var ok bool
+	if c.EndpointDisableAfter, ok = envDuration(getenv, "RECORDHUB_ENDPOINT_DISABLE_AFTER", activities.DefaultDisableAfter, true); !ok {
+		errs = append(errs, "RECORDHUB_ENDPOINT_DISABLE_AFTER must be a duration such as 120h, or 0 never to disable")
 	}
-	switch v := strings.ToLower(getenv("RECORDHUB_AUTO_MIGRATE")); v {
-	case "", "true", "1", "yes":
-		c.AutoMigrate = true
-	case "false", "0", "no":
-	default:
+	if c.AutoMigrate, ok = envBool(getenv, "RECORDHUB_AUTO_MIGRATE", true, true); !ok {
 		errs = append(errs, "RECORDHUB_AUTO_MIGRATE must be true or false")
 	}
-	switch getenv("RECORDHUB_TEMPORAL_UI_WRITE") {
-	case "", "false", "0":
-	case "true", "1":
-		c.TemporalUIWrite = true
-	default:
+	if c.TemporalUIWrite, ok = envBool(getenv, "RECORDHUB_TEMPORAL_UI_WRITE", false, false); !ok {
 		errs = append(errs, "RECORDHUB_TEMPORAL_UI_WRITE must be true, false, 1 or 0")
 	}
 	if v := getenv("RECORDHUB_LOG_LEVEL"); v != "" {
@@ -158,10 +145,8 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 			errs = append(errs, "RECORDHUB_LOG_LEVEL must be debug, info, warn or error")
 		}
 	}
-	for _, cidr := range strings.Split(getenv("RECORDHUB_WEBHOOK_ALLOW_CIDRS"), ",") {
-		if cidr = strings.TrimSpace(cidr); cidr != "" {
-			c.WebhookAllowCIDRs = append(c.WebhookAllowCIDRs, cidr)
-		}
+	if c.WebhookAllowCIDRs, err = activities.ParseAllowCIDRs(getenv("RECORDHUB_WEBHOOK_ALLOW_CIDRS")); err != nil {
+		errs = append(errs, fmt.Sprintf("RECORDHUB_WEBHOOK_ALLOW_CIDRS: %v", err))
 	}
 	if n := len(c.BootstrapAdminKey); n > 0 && n < MinBootstrapKeyLen {
 		errs = append(errs, fmt.Sprintf("RECORDHUB_BOOTSTRAP_ADMIN_KEY must be at least %d characters (it is an admin key: use a random one, such as rh_ followed by openssl rand -hex 24)", MinBootstrapKeyLen))
@@ -200,14 +185,9 @@ var retentionVars = map[models.PurgeKind]string{
 func (c *Config) readRetention(getenv func(string) string) []string {
 	var errs []string
 	parse := func(name string, def time.Duration) time.Duration {
-		v := getenv(name)
-		if v == "" {
-			return def
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
+		d, ok := envDuration(getenv, name, def, true)
+		if !ok {
 			errs = append(errs, fmt.Sprintf("%s must be a duration such as 720h, or 0 to keep for ever", name))
-			return def
 		}
 		return d
 	}
@@ -238,6 +218,44 @@ func envOr(getenv func(string) string, name, def string) string {
 		return v
 	}
 	return def
+}
+
+// envDuration reads variable name as a duration: def when it is unset or
+// empty, zero only when zeroOK, never negative. A refused value gives def
+// and false; the caller names the variable and what it accepts.
+func envDuration(getenv func(string) string, name string, def time.Duration, zeroOK bool) (time.Duration, bool) {
+	v := getenv(name)
+	if v == "" {
+		return def, true
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || (d == 0 && !zeroOK) {
+		return def, false
+	}
+	return d, true
+}
+
+// envBool reads variable name as a boolean: def when it is unset or empty,
+// true or 1, false or 0, and, when words, also yes or no, in any case. A
+// refused value gives def and false, as envDuration.
+func envBool(getenv func(string) string, name string, def, words bool) (bool, bool) {
+	v := getenv(name)
+	if words {
+		v = strings.ToLower(v)
+	}
+	switch v {
+	case "":
+		return def, true
+	case "true", "1":
+		return true, true
+	case "false", "0":
+		return false, true
+	case "yes", "no":
+		if words {
+			return v == "yes", true
+		}
+	}
+	return def, false
 }
 
 // Roles of serve.

@@ -22,6 +22,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/recordhub/recordhub/activities"
+	"github.com/recordhub/recordhub/models"
 )
 
 // `webhooks listen` is a receiver for developers: subscribe it, change a
@@ -186,7 +187,7 @@ func newListenHandler(secret string, status int, out io.Writer) http.Handler {
 // before recordhub followed that rule, "whsec_" and URL-safe base64) was
 // keyed with its whole string.
 func standardWebhook(secret string) (*standardwebhooks.Webhook, error) {
-	if rest, ok := strings.CutPrefix(secret, "whsec_"); ok {
+	if rest, ok := strings.CutPrefix(secret, models.PrefixWebhookSecret); ok {
 		if _, err := base64.StdEncoding.DecodeString(rest); err == nil && rest != "" {
 			return standardwebhooks.NewWebhook(secret)
 		}

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"io"
+	"net/netip"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ import (
 // with the secret exactly as the endpoint's creation answered it.
 func TestListenEndToEnd(t *testing.T) {
 	cfg := webhookConfig(t, models.SQLite)
-	cfg.WebhookAllowCIDRs = []string{"127.0.0.1/32"}
+	cfg.WebhookAllowCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	base, stop := startService(t, cfg, io.Discard)
 	key := cfg.BootstrapAdminKey
 

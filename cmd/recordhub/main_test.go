@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -458,7 +459,7 @@ func webhookConfig(t *testing.T, d models.Dialect) Config {
 	cfg.WebhookRetryInitial = 200 * time.Millisecond
 	cfg.WebhookRetryMaxInterval = time.Second
 	cfg.WebhookTimeout = 5 * time.Second
-	cfg.WebhookAllowCIDRs = []string{"127.0.0.0/8"}
+	cfg.WebhookAllowCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	return cfg
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestAPIRoleWithoutTemporal(t *testing.T) {
 			cfg.Role = RoleAPI
 			cfg.TemporalAddress = fmt.Sprintf("127.0.0.1:%d", freePort(t)) // nothing listens
 			cfg.BootstrapAdminKey = "rh_api_role_" + strings.Repeat("k", 24)
-			cfg.WebhookAllowCIDRs = []string{"127.0.0.0/8"}
+			cfg.WebhookAllowCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 			base, _ := startService(t, cfg, io.Discard)
 			key := cfg.BootstrapAdminKey
 

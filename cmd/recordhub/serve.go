@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -111,10 +110,6 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		checks = append(checks, api.Check{Name: "temporal", Check: wh.check})
 	}
 
-	allow, err := activities.ParseAllowCIDRs(strings.Join(cfg.WebhookAllowCIDRs, ","))
-	if err != nil {
-		return fmt.Errorf("RECORDHUB_WEBHOOK_ALLOW_CIDRS: %w", err)
-	}
 	page, err := console.New("/console", console.Config{TemporalUIURL: cfg.TemporalUIURL, TemporalNamespace: cfg.TemporalNamespace})
 	if err != nil {
 		return err
@@ -122,7 +117,9 @@ func run(ctx context.Context, cfg Config, env Env) error {
 	srv := api.New(api.Deps{
 		Store: store, Limiter: limiter, Logs: logs, Registry: reg, Log: log,
 		DefaultRateLimit: cfg.DefaultRateLimit, Ready: checks,
-		CheckURL:  func(ctx context.Context, rawURL string) error { return activities.CheckURL(ctx, rawURL, allow) },
+		CheckURL: func(ctx context.Context, rawURL string) error {
+			return activities.CheckURL(ctx, rawURL, cfg.WebhookAllowCIDRs)
+		},
 		Replayer:  wh,
 		Recoverer: wh,
 		PublicURL: cfg.PublicURL,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,12 +91,8 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 		return nil, fmt.Errorf("register search attributes: %w", err)
 	}
 
-	allow, err := activities.ParseAllowCIDRs(strings.Join(cfg.WebhookAllowCIDRs, ","))
-	if err != nil {
-		return nil, fmt.Errorf("RECORDHUB_WEBHOOK_ALLOW_CIDRS: %w", err)
-	}
 	deliverer, err := activities.NewDeliverer(store, activities.Config{
-		Timeout: cfg.WebhookTimeout, AllowCIDRs: allow, Version: appVersion(), Metrics: activities.NewMetrics(reg),
+		Timeout: cfg.WebhookTimeout, AllowCIDRs: cfg.WebhookAllowCIDRs, Version: appVersion(), Metrics: activities.NewMetrics(reg),
 		RetryInitial: cfg.WebhookRetryInitial, RetryMaxInterval: cfg.WebhookRetryMaxInterval,
 		DisableAfter:   cfg.EndpointDisableAfter,
 		TracerProvider: tr.tracerProvider(), Propagator: tr.textPropagator(),

@@ -298,7 +298,7 @@ func startChild(t *testing.T, cfg Config) *child {
 		"RECORDHUB_BOOTSTRAP_ADMIN_KEY="+cfg.BootstrapAdminKey, fmt.Sprintf("RECORDHUB_TEMPORAL_PORT=%d", cfg.TemporalPort),
 		"RECORDHUB_TEMPORAL_UI_ADDR=", "RECORDHUB_WEBHOOK_RETRY_INITIAL="+cfg.WebhookRetryInitial.String(),
 		"RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL="+cfg.WebhookRetryMaxInterval.String(),
-		"RECORDHUB_WEBHOOK_ALLOW_CIDRS="+strings.Join(cfg.WebhookAllowCIDRs, ","),
+		"RECORDHUB_WEBHOOK_ALLOW_CIDRS="+strings.ReplaceAll(strings.Trim(fmt.Sprint(cfg.WebhookAllowCIDRs), "[]"), " ", ","),
 	)
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
