@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -181,18 +180,12 @@ func newListenHandler(secret string, status int, out io.Writer) http.Handler {
 	})
 }
 
-// standardWebhook is the Standard Webhooks verifier for secret: a
-// "whsec_<standard base64>" secret keys the HMAC with its decoded bytes, as
-// every Standard Webhooks library reads it; any other secret (those made
-// before recordhub followed that rule, "whsec_" and URL-safe base64) was
-// keyed with its whole string.
+// standardWebhook is the Standard Webhooks verifier for secret, keyed as
+// recordhub signs: models.StandardWebhooksKey decides between a
+// "whsec_<standard base64>" secret's decoded bytes, as the libraries read
+// it, and the whole string of a secret made before that form.
 func standardWebhook(secret string) (*standardwebhooks.Webhook, error) {
-	if rest, ok := strings.CutPrefix(secret, models.PrefixWebhookSecret); ok {
-		if _, err := base64.StdEncoding.DecodeString(rest); err == nil && rest != "" {
-			return standardwebhooks.NewWebhook(secret)
-		}
-	}
-	return standardwebhooks.NewWebhookRaw([]byte(secret))
+	return standardwebhooks.NewWebhookRaw(models.StandardWebhooksKey(secret))
 }
 
 // verifyHexSignature checks X-Webhook-Signature ("sha256=<hex HMAC-SHA256
