@@ -1,46 +1,10 @@
 package api
 
 import (
-	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/recordhub/recordhub/models"
 )
-
-// keyInput is the body of key create and change. expires_at distinguishes
-// absent (unchanged) from null (never expires).
-type keyInput struct {
-	Name               *string             `json:"name"`
-	Admin              *bool               `json:"admin"`
-	Permissions        map[string][]string `json:"permissions"`
-	RateLimitPerMinute *int                `json:"rate_limit_per_minute"`
-	ExpiresAt          json.RawMessage     `json:"expires_at"`
-}
-
-func (in keyInput) model() (models.KeyInput, error) {
-	out := models.KeyInput{Name: in.Name, Admin: in.Admin, Permissions: in.Permissions, RateLimitPerMinute: in.RateLimitPerMinute}
-	switch string(in.ExpiresAt) {
-	case "":
-	case "null":
-		out.ClearExpiry = true
-	default:
-		var v string
-		if err := json.Unmarshal(in.ExpiresAt, &v); err != nil {
-			return out, models.ValidationError([]models.FieldError{{Field: "expires_at", Message: "must be an RFC 3339 date-time or null"}})
-		}
-		t, err := models.ParseTime(v)
-		if errors.Is(err, models.ErrTimeFormat) {
-			return out, models.ValidationError([]models.FieldError{{Field: "expires_at", Message: "must be an RFC 3339 date-time or null"}})
-		} else if err != nil {
-			return out, models.ValidationError([]models.FieldError{{Field: "expires_at", Message: err.Error()}})
-		}
-		out.ExpiresAt = &t
-	}
-	return out, nil
-}
 
 func (s *Server) adminCreateKey(c *gin.Context) {
 	var in keyInput
@@ -118,9 +82,7 @@ func (s *Server) adminRevokeKey(c *gin.Context) {
 }
 
 func (s *Server) adminRotateKey(c *gin.Context) {
-	var in struct {
-		GraceSeconds int `json:"grace_seconds"`
-	}
+	var in graceInput
 	if !s.readJSON(c, &in, true) {
 		return
 	}

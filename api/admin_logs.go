@@ -96,18 +96,7 @@ func (s *Server) adminKeyUsage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	type summary struct {
-		Requests    int64     `json:"requests"`
-		Errors      int64     `json:"errors"`
-		RateLimited int64     `json:"rate_limited"`
-		From        time.Time `json:"from"`
-		To          time.Time `json:"to"`
-		Granularity string    `json:"granularity"`
-	}
-	out := struct {
-		list[usageJSON]
-		Summary summary `json:"summary"`
-	}{list: list[usageJSON]{Data: make([]usageJSON, len(buckets)), Total: int64(len(buckets))}, Summary: summary{From: start, To: end, Granularity: gran}}
+	out := usageList{list: list[usageJSON]{Data: make([]usageJSON, len(buckets)), Total: int64(len(buckets))}, Summary: usageSummaryJSON{From: start, To: end, Granularity: gran}}
 	for i, b := range buckets {
 		out.Data[i] = usageJSON(b)
 		out.Summary.Requests += b.Requests

@@ -63,5 +63,5 @@ func (s *Server) adminDeleteModule(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"id": c.Param("id"), "deleted": true})
+	c.JSON(http.StatusOK, deletedJSON{ID: c.Param("id"), Deleted: true})
 }

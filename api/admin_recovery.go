@@ -22,54 +22,10 @@ type Recoverer interface {
 	CheckRecovery(ctx context.Context, r *models.WebhookRecovery) (*models.WebhookRecovery, error)
 }
 
-// recoveryJSON is a recovery's status.
-type recoveryJSON struct {
-	ID         string     `json:"id"`
-	EndpointID string     `json:"endpoint_id"`
-	WorkflowID string     `json:"workflow_id"`
-	Since      time.Time  `json:"since"`
-	Until      time.Time  `json:"until"`
-	Status     string     `json:"status"`
-	Found      int        `json:"found"`
-	Replayed   int        `json:"replayed"`
-	Failed     int        `json:"failed"`
-	Error      *string    `json:"error"`
-	StartedAt  time.Time  `json:"started_at"`
-	FinishedAt *time.Time `json:"finished_at"`
-	// Capped: the recovery stopped at its cap with events left; the next
-	// recovery starts at NextSince (with the same until).
-	Capped          bool       `json:"capped"`
-	CappedAtEventID *string    `json:"capped_at_event_id"`
-	NextSince       *time.Time `json:"next_since"`
-}
-
-// recoveryConflictBody refuses a recovery while another of the endpoint
-// runs, naming it.
-type recoveryConflictBody struct {
-	errorBody
-	RecoveryID string `json:"recovery_id"`
-	WorkflowID string `json:"workflow_id"`
-}
-
-func recoveryOut(r *models.WebhookRecovery) recoveryJSON {
-	out := recoveryJSON{
-		ID: r.ID, EndpointID: r.EndpointID, WorkflowID: r.WorkflowID, Since: r.WindowSince, Until: r.WindowUntil,
-		Status: r.Status, Found: r.Found, Replayed: r.Replayed, Failed: r.Failed, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
-		Capped: r.Capped, CappedAtEventID: r.CappedAtEventID, NextSince: r.NextSince,
-	}
-	if r.Error != "" {
-		out.Error = &r.Error
-	}
-	return out
-}
-
 // adminRecoverEndpoint starts a recovery: 202 with its id and workflow id;
 // its progress is at the status route.
 func (s *Server) adminRecoverEndpoint(c *gin.Context) {
-	var in struct {
-		Since *string `json:"since"`
-		Until *string `json:"until"`
-	}
+	var in recoveryInput
 	if !s.readJSON(c, &in, false) {
 		return
 	}
@@ -120,7 +76,7 @@ func (s *Server) adminRecoverEndpoint(c *gin.Context) {
 		return
 	}
 	c.Header("Location", "/api/admin/webhook-endpoints/"+rec.EndpointID+"/recoveries/"+rec.ID)
-	c.JSON(http.StatusAccepted, gin.H{"recovery_id": rec.ID, "workflow_id": rec.WorkflowID})
+	c.JSON(http.StatusAccepted, recoveryStartedJSON{RecoveryID: rec.ID, WorkflowID: rec.WorkflowID})
 }
 
 func (s *Server) adminGetRecovery(c *gin.Context) {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -17,38 +16,6 @@ import (
 // Replayer starts a new delivery of an attempt's event to its endpoint.
 type Replayer interface {
 	Replay(ctx context.Context, d *models.WebhookDelivery) (workflowID, runID string, err error)
-}
-
-type endpointJSON struct {
-	ID                      string     `json:"id"`
-	URL                     string     `json:"url"`
-	Description             string     `json:"description"`
-	Events                  []string   `json:"events"`
-	ModuleIDs               []string   `json:"module_ids"`
-	RetryMax                int        `json:"retry_max"`
-	Enabled                 bool       `json:"enabled"`
-	CreatedAt               time.Time  `json:"created_at"`
-	UpdatedAt               time.Time  `json:"updated_at"`
-	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
-	Health                  healthJSON `json:"health"`
-	// Secret is present only in the answers to create and rotate-secret.
-	Secret string `json:"secret,omitempty"`
-	// Stats is present when asked for with include=stats.
-	Stats *statsJSON `json:"stats,omitempty"`
-	// Modules names the modules of ModuleIDs that still exist, so that a
-	// reader (the console) shows names without a second call.
-	Modules []moduleRefJSON `json:"modules"`
-}
-
-// moduleRefJSON names a module where another object refers to it.
-type moduleRefJSON struct {
-	ID   string `json:"id"`
-	Slug string `json:"slug"`
-	Name string `json:"name"`
-}
-
-func moduleRefOut(m *models.Module) moduleRefJSON {
-	return moduleRefJSON{ID: m.ID, Slug: m.Slug, Name: m.Name}
 }
 
 // addModules names the modules of each endpoint in out. Modules are read
@@ -69,41 +36,6 @@ func (s *Server) addModules(ctx context.Context, tenantID string, out ...*endpoi
 		}
 	}
 	return nil
-}
-
-// statsJSON is an endpoint's attempts over the last 24 UTC hours, the
-// current one included, overall and hour by hour, oldest first (the
-// console's chart).
-type statsJSON struct {
-	Since time.Time `json:"since"`
-	Until time.Time `json:"until"`
-	attemptStatsJSON
-	Hours []hourStatsJSON `json:"hours"`
-}
-
-type hourStatsJSON struct {
-	Start time.Time `json:"start"`
-	attemptStatsJSON
-}
-
-type attemptStatsJSON struct {
-	Attempts    int      `json:"attempts"`
-	Succeeded   int      `json:"succeeded"`
-	SuccessRate *float64 `json:"success_rate"`
-	P50MS       *float64 `json:"p50_ms"`
-	P95MS       *float64 `json:"p95_ms"`
-}
-
-func attemptStatsOut(a *models.AttemptStats) attemptStatsJSON {
-	return attemptStatsJSON{Attempts: a.Attempts, Succeeded: a.Succeeded, SuccessRate: a.SuccessRate(), P50MS: a.P50MS, P95MS: a.P95MS}
-}
-
-func statsOut(st *models.EndpointStats) *statsJSON {
-	out := &statsJSON{Since: st.Since, Until: st.Until, attemptStatsJSON: attemptStatsOut(&st.AttemptStats), Hours: make([]hourStatsJSON, len(st.Buckets))}
-	for i := range st.Buckets {
-		out.Hours[i] = hourStatsJSON{Start: st.Buckets[i].Start, attemptStatsJSON: attemptStatsOut(&st.Buckets[i].AttemptStats)}
-	}
-	return out
 }
 
 // includeStats reads include: "stats" asks for each endpoint's stats, no
@@ -133,52 +65,6 @@ func (s *Server) addStats(c *gin.Context, tenantID string, out []endpointJSON) e
 		out[i].Stats = statsOut(stats[out[i].ID])
 	}
 	return nil
-}
-
-// healthJSON is an endpoint's health.
-type healthJSON struct {
-	State               string     `json:"state"`
-	ConsecutiveFailures int        `json:"consecutive_failures"`
-	LastSuccessAt       *time.Time `json:"last_success_at"`
-	LastFailureAt       *time.Time `json:"last_failure_at"`
-	DisabledAt          *time.Time `json:"disabled_at"`
-	DisabledReason      *string    `json:"disabled_reason"`
-}
-
-func endpointOut(e *models.WebhookEndpoint, now time.Time) endpointJSON {
-	out := endpointJSON{
-		ID: e.ID, URL: e.URL, Description: e.Description, Events: e.Events, ModuleIDs: e.ModuleIDs,
-		RetryMax: e.RetryMax, Enabled: e.Enabled, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
-		Health: healthJSON{
-			State: e.HealthState(), ConsecutiveFailures: e.ConsecutiveFailures,
-			LastSuccessAt: e.LastSuccessAt, LastFailureAt: e.LastFailureAt,
-			DisabledAt: e.DisabledAt, DisabledReason: e.DisabledReason,
-		},
-	}
-	if out.Events == nil {
-		out.Events = []string{}
-	}
-	if out.ModuleIDs == nil {
-		out.ModuleIDs = []string{}
-	}
-	if e.PreviousSecret != nil && e.PreviousSecretExpiresAt != nil && e.PreviousSecretExpiresAt.After(now) {
-		out.PreviousSecretExpiresAt = e.PreviousSecretExpiresAt
-	}
-	return out
-}
-
-type endpointInput struct {
-	URL         *string   `json:"url"`
-	Description *string   `json:"description"`
-	Events      *[]string `json:"events"`
-	ModuleIDs   *[]string `json:"module_ids"`
-	RetryMax    *int      `json:"retry_max"`
-	Enabled     *bool     `json:"enabled"`
-	Secret      *string   `json:"secret"`
-}
-
-func (in endpointInput) model() models.EndpointInput {
-	return models.EndpointInput(in)
 }
 
 // checkURL is the subscription-time egress check; without one configured
@@ -295,7 +181,7 @@ func (s *Server) adminDeleteEndpoint(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"id": c.Param("id"), "deleted": true})
+	c.JSON(http.StatusOK, deletedJSON{ID: c.Param("id"), Deleted: true})
 }
 
 // adminEndpointSecret answers the signing secret, and during a rotation's
@@ -311,18 +197,16 @@ func (s *Server) adminEndpointSecret(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	out := gin.H{"secret": current}
+	out := endpointSecretJSON{Secret: current}
 	if previous != "" {
-		out["previous_secret"] = previous
-		out["previous_secret_expires_at"] = e.PreviousSecretExpiresAt
+		out.PreviousSecret = previous
+		out.PreviousSecretExpiresAt = e.PreviousSecretExpiresAt
 	}
 	c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) adminRotateEndpointSecret(c *gin.Context) {
-	var in struct {
-		GraceSeconds int `json:"grace_seconds"`
-	}
+	var in graceInput
 	if !s.readJSON(c, &in, true) {
 		return
 	}
@@ -338,82 +222,6 @@ func (s *Server) adminRotateEndpointSecret(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, out)
-}
-
-// deliveryJSON is one attempt as listed, without headers and bodies.
-type deliveryJSON struct {
-	ID             string    `json:"id"`
-	EventID        string    `json:"event_id"`
-	EventType      string    `json:"event_type"`
-	EndpointID     string    `json:"endpoint_id"`
-	WorkflowID     string    `json:"workflow_id"`
-	RunID          string    `json:"run_id"`
-	Attempt        int       `json:"attempt"`
-	ReplayOf       *string   `json:"replay_of"`
-	RequestURL     string    `json:"request_url"`
-	ResponseStatus *int      `json:"response_status"`
-	Error          *string   `json:"error"`
-	ErrorMessage   *string   `json:"error_message"`
-	RemoteIP       string    `json:"remote_ip"`
-	DurationMS     float64   `json:"duration_ms"`
-	DNSMS          *float64  `json:"dns_ms"`
-	ConnectMS      *float64  `json:"connect_ms"`
-	TLSMS          *float64  `json:"tls_ms"`
-	FirstByteMS    *float64  `json:"first_byte_ms"`
-	StartedAt      time.Time `json:"started_at"`
-	// FinishedAt is null while the attempt is in flight (error
-	// "in_flight"): its request may be at the receiver, its outcome is not
-	// known yet.
-	FinishedAt *time.Time `json:"finished_at"`
-	Succeeded  bool       `json:"succeeded"`
-	// RecordID is the record the event is about; null for an event about
-	// no record (endpoint_disabled) or an attempt whose event was gone.
-	RecordID *string `json:"record_id"`
-}
-
-// deliveryFullJSON is one attempt in full. Its members are never left out,
-// not even when empty (an attempt that got no response has no headers):
-// a separate type rather than omitempty, which would drop an empty map.
-type deliveryFullJSON struct {
-	deliveryJSON
-	RequestHeaders  map[string][]string `json:"request_headers"`
-	RequestBody     string              `json:"request_body"`
-	ResponseHeaders map[string][]string `json:"response_headers"`
-	ResponseBody    string              `json:"response_body"`
-}
-
-func deliveryOut(d *models.WebhookDelivery) deliveryJSON {
-	out := deliveryJSON{
-		ID: d.ID, EventID: d.EventID, EventType: d.EventType, EndpointID: d.EndpointID, WorkflowID: d.WorkflowID,
-		RunID: d.RunID, Attempt: d.Attempt, ReplayOf: d.ReplayOf, RequestURL: d.RequestURL, ResponseStatus: d.ResponseStatus,
-		RemoteIP: d.RemoteIP, DurationMS: d.DurationMS, DNSMS: d.DNSMS, ConnectMS: d.ConnectMS, TLSMS: d.TLSMS,
-		FirstByteMS: d.FirstByteMS, StartedAt: d.StartedAt, Succeeded: d.Succeeded,
-	}
-	if !d.InFlight() {
-		out.FinishedAt = &d.FinishedAt
-	}
-	if d.RecordID != "" {
-		out.RecordID = &d.RecordID
-	}
-	if d.Error != "" {
-		out.Error, out.ErrorMessage = &d.Error, &d.ErrorMessage
-	}
-	return out
-}
-
-func deliveryFullOut(d *models.WebhookDelivery) deliveryFullJSON {
-	return deliveryFullJSON{
-		deliveryJSON:   deliveryOut(d),
-		RequestHeaders: nonNilHeaders(d.RequestHeaders), RequestBody: d.RequestBody,
-		ResponseHeaders: nonNilHeaders(d.ResponseHeaders), ResponseBody: d.ResponseBody,
-	}
-}
-
-func nonNilHeaders(h models.Headers) map[string][]string {
-	if h == nil {
-		return map[string][]string{}
-	}
-	return h
 }
 
 func (s *Server) adminListDeliveries(c *gin.Context) {
@@ -487,5 +295,5 @@ func (s *Server) adminReplayDelivery(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusAccepted, gin.H{"workflow_id": wid, "run_id": rid})
+	c.JSON(http.StatusAccepted, replayJSON{WorkflowID: wid, RunID: rid})
 }

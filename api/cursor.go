@@ -131,19 +131,6 @@ func cursorPageOf(c *gin.Context, l cursorList) (cursorPage, error) {
 	return cursorPage{Page: p}, nil
 }
 
-// cursorListOf is the envelope of a list that pages by cursor: page only
-// when the caller gave no cursor; next_cursor null on the last page;
-// total_capped when more than maxCounted rows match, total then being
-// maxCounted.
-type cursorListOf[T any] struct {
-	Data        []T     `json:"data"`
-	Total       int64   `json:"total"`
-	TotalCapped bool    `json:"total_capped"`
-	Page        int     `json:"page,omitempty"`
-	Limit       int     `json:"limit"`
-	NextCursor  *string `json:"next_cursor"`
-}
-
 // pageOut builds the envelope of rows, as the store answered them for p's
 // query, and counted, the store's count bounded by maxCounted. By cursor
 // the store returned one row beyond the page if there are more; by page

@@ -41,17 +41,6 @@ var statusOf = map[models.Kind]int{
 	models.KindInternal:         http.StatusInternalServerError,
 }
 
-// errorBody is the JSON of every error response.
-type errorBody struct {
-	Error      string              `json:"error"`
-	Message    string              `json:"message"`
-	RequestID  string              `json:"request_id"`
-	Details    []models.FieldError `json:"details,omitempty"`
-	Required   string              `json:"required,omitempty"`
-	Limit      int                 `json:"limit,omitempty"`
-	RetryAfter int                 `json:"retry_after,omitempty"`
-}
-
 // unavailableRetryAfter is the Retry-After, in seconds, of a 503
 // unavailable: long enough for a client not to hammer a database that is
 // restarting, short enough that a blip of a few seconds costs it little.

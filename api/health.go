@@ -17,7 +17,7 @@ func serveOpenAPI(c *gin.Context) {
 }
 
 func (s *Server) healthz(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+	c.JSON(http.StatusOK, statusJSON{Status: "ok"})
 }
 
 // readyz answers 200 when every dependency answers within two seconds.
@@ -36,10 +36,10 @@ func (s *Server) readyz(c *gin.Context) {
 		checks[ch.Name] = "ok"
 	}
 	if !ok {
-		c.JSON(http.StatusServiceUnavailable, gin.H{
-			"error": codeUnavailable, "message": "a dependency is unavailable", "request_id": requestID(c), "checks": checks,
+		c.JSON(http.StatusServiceUnavailable, notReadyJSON{
+			errorBody: errorBody{Error: codeUnavailable, Message: "a dependency is unavailable", RequestID: requestID(c)}, Checks: checks,
 		})
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ok", "checks": checks})
+	c.JSON(http.StatusOK, readyJSON{Status: "ok", Checks: checks})
 }

@@ -94,11 +94,3 @@ func filterValue(f models.Field, raw string) (any, error) {
 	}
 	return v, nil
 }
-
-// list is the envelope of every list response.
-type list[T any] struct {
-	Data  []T   `json:"data"`
-	Total int64 `json:"total"`
-	Page  int   `json:"page,omitempty"`
-	Limit int   `json:"limit,omitempty"`
-}

@@ -25,11 +25,6 @@ var keptHeaders = []string{
 	"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature",
 }
 
-type inboundAnswer struct {
-	RecordID string `json:"recordId"`
-	Action   string `json:"action"`
-}
-
 // receiveInbound is the public inbound webhook. Checks run cheapest and
 // least revealing first: the URL (one answer for every wrong slug or
 // token), the rate limit, the body's size, whether the webhook is enabled,

@@ -199,5 +199,5 @@ func (s *Server) deleteRecord(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"id": r.ID, "deleted": true})
+	c.JSON(http.StatusOK, deletedJSON{ID: r.ID, Deleted: true})
 }

@@ -1,158 +1,79 @@
 package api
 
 import (
-	"encoding/json"
-	"time"
-
 	"github.com/recordhub/recordhub/models"
 )
 
 // Wire types: what the API sends and takes, kept apart from storage types
-// so that a column never reaches a client by accident.
+// so that a column never reaches a client by accident. Every request and
+// response body is declared in the wire*.go files, one per resource, and
+// this one holds the envelopes and the error body they share: the whole
+// HTTP contract reads in one place, beside openapi.yaml. Answers that
+// were once written as maps (deletedJSON, replayJSON, …) declare their
+// members alphabetically, the order they have always been sent in.
 
-type fieldJSON struct {
-	Name        string              `json:"name"`
-	Type        string              `json:"type"`
-	Required    bool                `json:"required"`
-	Options     []string            `json:"options,omitempty"`
-	States      []string            `json:"states,omitempty"`
-	Initial     string              `json:"initial,omitempty"`
-	Transitions map[string][]string `json:"transitions,omitempty"`
+// list is the envelope of every list response.
+type list[T any] struct {
+	Data  []T   `json:"data"`
+	Total int64 `json:"total"`
+	Page  int   `json:"page,omitempty"`
+	Limit int   `json:"limit,omitempty"`
 }
 
-type moduleJSON struct {
-	ID          string      `json:"id"`
-	Slug        string      `json:"slug"`
-	Name        string      `json:"name"`
-	Fields      []fieldJSON `json:"fields"`
-	CreatedAt   time.Time   `json:"created_at"`
-	UpdatedAt   time.Time   `json:"updated_at"`
-	Permissions []string    `json:"permissions,omitempty"`
+// cursorListOf is the envelope of a list that pages by cursor: page only
+// when the caller gave no cursor; next_cursor null on the last page;
+// total_capped when more than maxCounted rows match, total then being
+// maxCounted.
+type cursorListOf[T any] struct {
+	Data        []T     `json:"data"`
+	Total       int64   `json:"total"`
+	TotalCapped bool    `json:"total_capped"`
+	Page        int     `json:"page,omitempty"`
+	Limit       int     `json:"limit"`
+	NextCursor  *string `json:"next_cursor"`
 }
 
-func moduleOut(m *models.Module) moduleJSON {
-	out := moduleJSON{ID: m.ID, Slug: m.Slug, Name: m.Name, Fields: make([]fieldJSON, len(m.Fields)), CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
-	for i, f := range m.Fields {
-		out.Fields[i] = fieldJSON(f)
+// errorBody is the JSON of every error response.
+type errorBody struct {
+	Error      string              `json:"error"`
+	Message    string              `json:"message"`
+	RequestID  string              `json:"request_id"`
+	Details    []models.FieldError `json:"details,omitempty"`
+	Required   string              `json:"required,omitempty"`
+	Limit      int                 `json:"limit,omitempty"`
+	RetryAfter int                 `json:"retry_after,omitempty"`
+}
+
+// deletedJSON answers a delete.
+type deletedJSON struct {
+	Deleted bool   `json:"deleted"`
+	ID      string `json:"id"`
+}
+
+// statusJSON answers /healthz.
+type statusJSON struct {
+	Status string `json:"status"`
+}
+
+// readyJSON answers /readyz when every check passed: each check's name
+// and "ok".
+type readyJSON struct {
+	Checks map[string]string `json:"checks"`
+	Status string            `json:"status"`
+}
+
+// notReadyJSON answers /readyz when a check failed: an error body that
+// names each check's outcome ("ok" or "unavailable").
+type notReadyJSON struct {
+	Checks map[string]string `json:"checks"`
+	errorBody
+}
+
+// nonNilHeaders is a kept call's headers on the wire: an object, never
+// null.
+func nonNilHeaders(h models.Headers) map[string][]string {
+	if h == nil {
+		return map[string][]string{}
 	}
-	return out
-}
-
-func fieldsIn(in []fieldJSON) []models.Field {
-	out := make([]models.Field, len(in))
-	for i, f := range in {
-		out[i] = models.Field(f)
-	}
-	return out
-}
-
-type moduleInput struct {
-	Slug   *string      `json:"slug"`
-	Name   *string      `json:"name"`
-	Fields *[]fieldJSON `json:"fields"`
-}
-
-func (in moduleInput) model() models.ModuleInput {
-	out := models.ModuleInput{Slug: in.Slug, Name: in.Name}
-	if in.Fields != nil {
-		f := fieldsIn(*in.Fields)
-		out.Fields = &f
-	}
-	return out
-}
-
-// recordJSON is a record on the wire as answered to writes; reads write
-// the same shape from the stored JSON (recordjson.go).
-type recordJSON struct {
-	ID         string    `json:"id"`
-	ModuleID   string    `json:"module_id"`
-	Fields     any       `json:"fields"`
-	CustomData any       `json:"custom_data"`
-	Version    int64     `json:"version"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-}
-
-func recordOut(r *models.Record) recordJSON {
-	out := recordJSON{ID: r.ID, ModuleID: r.ModuleID, Fields: r.Fields, CustomData: r.CustomData, Version: r.Version, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
-	if r.Fields == nil {
-		out.Fields = map[string]any{}
-	}
-	if r.CustomData == nil {
-		out.CustomData = map[string]any{}
-	}
-	return out
-}
-
-func rawObject(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("{}")
-	}
-	return b
-}
-
-type recordInput struct {
-	Fields     map[string]any `json:"fields"`
-	CustomData map[string]any `json:"custom_data"`
-}
-
-type keyJSON struct {
-	ID                 string              `json:"id"`
-	Name               string              `json:"name"`
-	Prefix             string              `json:"prefix"`
-	Admin              bool                `json:"admin"`
-	Permissions        map[string][]string `json:"permissions"`
-	RateLimitPerMinute int                 `json:"rate_limit_per_minute"`
-	ExpiresAt          *time.Time          `json:"expires_at"`
-	CreatedAt          time.Time           `json:"created_at"`
-	UpdatedAt          time.Time           `json:"updated_at"`
-	LastUsedAt         *time.Time          `json:"last_used_at"`
-	RevokedAt          *time.Time          `json:"revoked_at"`
-	// PreviousExpiresAt is when the secret replaced by the last rotation
-	// stops working; null when it already has.
-	PreviousExpiresAt *time.Time `json:"previous_key_expires_at"`
-	// Key is the secret, present only in the answers to create and rotate.
-	Key string `json:"key,omitempty"`
-}
-
-func keyOut(k *models.APIKey, now time.Time) keyJSON {
-	out := keyJSON{
-		ID: k.ID, Name: k.Name, Prefix: k.Prefix, Admin: k.Admin, Permissions: k.Permissions,
-		RateLimitPerMinute: k.RateLimitPerMinute, ExpiresAt: k.ExpiresAt, CreatedAt: k.CreatedAt,
-		UpdatedAt: k.UpdatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt,
-	}
-	if out.Permissions == nil {
-		out.Permissions = map[string][]string{}
-	}
-	if k.PreviousExpiresAt != nil && k.PreviousExpiresAt.After(now) {
-		out.PreviousExpiresAt = k.PreviousExpiresAt
-	}
-	return out
-}
-
-type accessLogJSON struct {
-	ID         string    `json:"id"`
-	TenantID   *string   `json:"tenant_id"`
-	KeyID      *string   `json:"key_id"`
-	Method     string    `json:"method"`
-	Path       string    `json:"path"`
-	Route      string    `json:"route"`
-	ModuleID   *string   `json:"module_id"`
-	Status     int       `json:"status"`
-	DurationMS float64   `json:"duration_ms"`
-	IP         string    `json:"ip"`
-	UserAgent  string    `json:"user_agent"`
-	RequestID  string    `json:"request_id"`
-	CreatedAt  time.Time `json:"created_at"`
-}
-
-func accessLogOut(l *models.AccessLog) accessLogJSON {
-	return accessLogJSON(*l)
-}
-
-type usageJSON struct {
-	BucketStart time.Time `json:"bucket_start"`
-	Requests    int64     `json:"requests"`
-	Errors      int64     `json:"errors"`
-	RateLimited int64     `json:"rate_limited"`
+	return h
 }
