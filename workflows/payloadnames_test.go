@@ -6,12 +6,16 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/models"
@@ -51,6 +55,85 @@ func TestPayloadJSONNames(t *testing.T) {
 				t.Errorf("%s's JSON names changed (-got +want): renamed fields must keep their wire names with a tag\n%s", pt.name, diff)
 			}
 		})
+	}
+}
+
+// TestPayloadTypesPinned checks that every struct a registered workflow or
+// activity takes or returns, and every struct inside one, is in
+// payloadTypes, and that each of their fields names itself on the wire
+// with a tag: an untagged field's name would follow a rename of the Go
+// field, and in-flight payloads would stop decoding.
+func TestPayloadTypesPinned(t *testing.T) {
+	reg := &recordingRegistry{}
+	Register(reg, &activities.Deliverer{})
+	RegisterPurge(reg, &activities.Purger{})
+	RegisterRecovery(reg, &activities.Recoverer{})
+	if len(reg.fns) == 0 {
+		t.Fatal("nothing was registered")
+	}
+	listed := map[reflect.Type]bool{}
+	for _, pt := range payloadTypes {
+		listed[reflect.TypeOf(pt.v)] = true
+	}
+	used := map[reflect.Type]bool{}
+	for _, fn := range reg.fns {
+		ft := reflect.TypeOf(fn)
+		for i := range ft.NumIn() {
+			payloadStructs(ft.In(i), used)
+		}
+		for i := range ft.NumOut() {
+			payloadStructs(ft.Out(i), used)
+		}
+	}
+	for typ := range used {
+		if !listed[typ] {
+			t.Errorf("%v crosses Temporal but is not in payloadTypes: add it with its JSON names", typ)
+		}
+	}
+	for typ := range listed {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				t.Errorf("%v.%s has no JSON name: pin the name it has on the wire (json:%q when untagged)", typ, f.Name, f.Name)
+			}
+		}
+	}
+}
+
+// recordingRegistry keeps the functions registered with it.
+type recordingRegistry struct {
+	worker.Registry // nil: registration with options is all Register* use
+	fns             []any
+}
+
+func (r *recordingRegistry) RegisterWorkflowWithOptions(w any, _ workflow.RegisterOptions) {
+	r.fns = append(r.fns, w)
+}
+
+func (r *recordingRegistry) RegisterActivityWithOptions(a any, _ activity.RegisterOptions) {
+	r.fns = append(r.fns, a)
+}
+
+// payloadStructs adds to seen the struct types t holds, t included, but
+// time.Time, which encodes as a string.
+func payloadStructs(t reflect.Type, seen map[reflect.Type]bool) {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		payloadStructs(t.Elem(), seen)
+	case reflect.Struct:
+		if t == reflect.TypeFor[time.Time]() || seen[t] {
+			return
+		}
+		seen[t] = true
+		for i := range t.NumField() {
+			if t.Field(i).IsExported() {
+				payloadStructs(t.Field(i).Type, seen)
+			}
+		}
 	}
 }
 
