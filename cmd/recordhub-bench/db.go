@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // dbHandle is the bench's own connection to the service's database, for
@@ -92,4 +95,44 @@ func redact(raw string) string {
 		return "(unparsable url)"
 	}
 	return u.Redacted()
+}
+
+// withDatabase returns a PostgreSQL URL naming another database on the same
+// server.
+func withDatabase(rawURL, db string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", fmt.Errorf("-pg: %w", err)
+	}
+	u.Path = "/" + db
+	return u.String(), nil
+}
+
+// pingRedis checks that the Redis the services will share answers.
+func pingRedis(ctx context.Context, rawURL string) error {
+	opt, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return fmt.Errorf("-redis: %w", err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		return fmt.Errorf("redis at %s does not answer: %w", redact(rawURL), err)
+	}
+	return nil
+}
+
+// newSecretKey is a RECORDHUB_SECRET_KEY: 32 random bytes, base64.
+func newSecretKey() string {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	return base64.StdEncoding.EncodeToString(k)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

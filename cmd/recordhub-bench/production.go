@@ -1,30 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"text/tabwriter"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/recordhub/recordhub/cmd/internal/pgtemporal"
 	"github.com/recordhub/recordhub/models"
@@ -45,15 +32,6 @@ const (
 	prodStall = 60 * time.Second
 	// prodWarmUp is each tenant's records delivered before measuring.
 	prodWarmUp = 2
-)
-
-// The series the production group reads from each worker's /metrics.
-const (
-	metricAttempts = "recordhub_webhook_attempts_total"
-	metricStarted  = `recordhub_webhook_workflow_starts_total{result="started"}`
-	metricRefused  = `recordhub_webhook_workflow_starts_total{result="already_started"}`
-	metricPending  = "recordhub_outbox_pending_events"
-	metricLag      = "recordhub_outbox_lag_seconds"
 )
 
 // prodResult is the production group's outcome.
@@ -97,12 +75,6 @@ type prodRun struct {
 }
 
 func (r prodRun) rate() float64 { return rate(r.deliveredA, r.spanA) }
-
-// prodSent is one create and when its response came.
-type prodSent struct {
-	id string
-	at time.Time
-}
 
 // production runs the production group: a separate Temporal server on
 // PostgreSQL, then the bare-workflow baseline on it, then, for each worker
@@ -195,12 +167,6 @@ func (b *bench) prodBaseline(ctx context.Context, ts *pgtemporal.Server, n int) 
 	rcv.mu.Unlock()
 	r.completed, r.span = len(times), span(times)
 	return r, nil
-}
-
-// prodTenant is one tenant's fixture and where its deliveries arrive.
-type prodTenant struct {
-	f   fixture
-	rcv *receiver
 }
 
 // prodRun measures one worker count on a fresh database and task queue.
@@ -351,138 +317,13 @@ func (b *bench) prodRun(ctx context.Context, ts *pgtemporal.Server, workers int)
 	}
 	for i := range ws {
 		r.attempts = append(r.attempts, after[i].sum(metricAttempts)-before[i].sum(metricAttempts))
-		r.started += after[i][metricStarted] - before[i][metricStarted]
-		r.refused += after[i][metricRefused] - before[i][metricRefused]
+		r.started += after[i].get(metricStarts, "result", "started") - before[i].get(metricStarts, "result", "started")
+		r.refused += after[i].get(metricStarts, "result", "already_started") - before[i].get(metricStarts, "result", "already_started")
 	}
 	requests := a.rcv.requests.Load() + bt.rcv.requests.Load() - requestsBefore
 	fmt.Fprintf(b.out, "%s: %d of %d delivered in %s (%.1f/s); %d requests, %.0f attempts; B's latencies %s\n", tag, r.deliveredA, r.sentA,
 		r.spanA.Round(time.Millisecond), r.rate(), requests, sum(r.attempts), durations(r.latB))
 	return r, nil
-}
-
-// stopService stops a service and says so when it would not stop cleanly.
-func stopService(out io.Writer, name string, s *service) {
-	if err := s.stop(40 * time.Second); err != nil {
-		fmt.Fprintf(out, "%s: stopping: %v\n", name, err)
-	}
-}
-
-// createTenant runs `recordhub tenant create NAME --json` with the
-// service's environment and returns the new tenant's admin key.
-func createTenant(ctx context.Context, bin string, env map[string]string, name string) (string, error) {
-	cmd := exec.CommandContext(ctx, bin, "tenant", "create", name, "--json")
-	cmd.Env = serviceEnv(env)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("recordhub tenant create: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
-	}
-	var t struct {
-		AdminKey string `json:"admin_key"`
-	}
-	if err := json.Unmarshal(out, &t); err != nil || t.AdminKey == "" {
-		return "", fmt.Errorf("recordhub tenant create printed %q", out)
-	}
-	return t.AdminKey, nil
-}
-
-// newProdTenant gives a tenant a key without a rate limit, a module and an
-// endpoint subscribed to record_created on a receiver of its own.
-func newProdTenant(ctx context.Context, api *service, adminKey string) (prodTenant, error) {
-	var t prodTenant
-	var err error
-	if t.f, err = setUp(ctx, api, adminKey); err != nil {
-		return t, err
-	}
-	if t.rcv, err = startReceiver(); err != nil {
-		return t, err
-	}
-	err = api.call(ctx, "POST", "/api/admin/webhook-endpoints", adminKey, map[string]any{
-		"url": t.rcv.url("/hook"), "events": []string{"record_created"},
-	}, nil)
-	if err != nil {
-		t.rcv.srv.Close()
-		return t, fmt.Errorf("create webhook endpoint: %w", err)
-	}
-	return t, nil
-}
-
-// warmUp sends a few deliveries through the whole path before measuring.
-func (t prodTenant) warmUp(ctx context.Context, api *service) error {
-	ids, err := createMany(ctx, api, t.f, prodWarmUp, 1)
-	if err != nil {
-		return err
-	}
-	waitProgress(ctx, len(ids), prodStall, func() int { return len(t.rcv.arrivals(ids)) })
-	if got := len(t.rcv.arrivals(ids)); got < len(ids) {
-		return fmt.Errorf("%d of %d deliveries arrived within %s", got, len(ids), prodStall)
-	}
-	return nil
-}
-
-// createMany creates n records, conc at a time, and returns their ids.
-func createMany(ctx context.Context, api *service, f fixture, n, conc int) ([]string, error) {
-	var (
-		mu   sync.Mutex
-		ids  = make([]string, 0, n)
-		errs []error
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
-	for range conc {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				id, err := createRecord(ctx, api, f)
-				mu.Lock()
-				if err != nil {
-					errs = append(errs, err)
-				} else {
-					ids = append(ids, id)
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return ids, fmt.Errorf("%d of %d creates failed, the first: %w", len(errs), n, errs[0])
-	}
-	return ids, nil
-}
-
-// createPaced creates n records, one every interval, the first at once.
-func createPaced(ctx context.Context, api *service, f fixture, n int, every time.Duration) ([]prodSent, error) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	var sent []prodSent
-	for i := range n {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
-				return sent, ctx.Err()
-			case <-tick.C:
-			}
-		}
-		id, err := createRecord(ctx, api, f)
-		if err != nil {
-			return sent, err
-		}
-		sent = append(sent, prodSent{id, time.Now()})
-	}
-	return sent, nil
-}
-
-// waitProgress waits until count() reaches n, or it has not grown for
-// stall, or ctx ends.
-func waitProgress(ctx context.Context, n int, stall time.Duration, count func() int) {
-	last, since := count(), time.Now()
-	for last < n && time.Since(since) < stall && ctx.Err() == nil {
-		time.Sleep(100 * time.Millisecond)
-		if c := count(); c != last {
-			last, since = c, time.Now()
-		}
-	}
 }
 
 // waitOutboxEmpty waits until every worker reports no pending event.
@@ -495,7 +336,7 @@ func waitOutboxEmpty(ctx context.Context, ws []*service, limit time.Duration) er
 			if err != nil {
 				return err
 			}
-			pending = max(pending, m[metricPending])
+			pending = max(pending, m.get(metricPending))
 		}
 		if pending == 0 {
 			return nil
@@ -518,7 +359,7 @@ func sampleMax(ctx context.Context, ws []*service, name string, every time.Durat
 		for {
 			for _, w := range ws {
 				if m, err := w.scrape(ctx); err == nil {
-					hi = max(hi, m[name])
+					hi = max(hi, m.get(name))
 				}
 			}
 			select {
@@ -567,286 +408,4 @@ func samplePostgres(ctx context.Context, h *dbHandle, every time.Duration) <-cha
 		}
 	}()
 	return out
-}
-
-// series are the samples of one /metrics page, by series as exposed:
-// `name` or `name{label="value",...}`.
-type series map[string]float64
-
-// sum adds up every sample of the metric name, whatever its labels.
-func (m series) sum(name string) float64 {
-	total := 0.0
-	for k, v := range m {
-		if k == name || strings.HasPrefix(k, name+"{") {
-			total += v
-		}
-	}
-	return total
-}
-
-// scrape reads every sample from /metrics.
-func (s *service) scrape(ctx context.Context) (series, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url("/metrics"), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scrape metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	m := series{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		// Label values may hold spaces; the value follows the last one.
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		m[line[:i]] = v
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("scrape metrics: %w", err)
-	}
-	return m, nil
-}
-
-func scrapeAll(ctx context.Context, ws []*service) ([]series, error) {
-	out := make([]series, len(ws))
-	for i, w := range ws {
-		var err error
-		if out[i], err = w.scrape(ctx); err != nil {
-			return nil, fmt.Errorf("worker %d: %w", i+1, err)
-		}
-	}
-	return out, nil
-}
-
-// cpuSnapshot is CPU time by process kind at one moment, to say where a
-// run's CPU went on a machine of few cores.
-type cpuSnapshot struct {
-	api     *service
-	workers []*service
-	at      map[string]time.Duration
-}
-
-func startCPU(api *service, ws []*service) *cpuSnapshot {
-	c := &cpuSnapshot{api: api, workers: ws}
-	c.at = c.read()
-	return c
-}
-
-func (c *cpuSnapshot) read() map[string]time.Duration {
-	m := map[string]time.Duration{
-		"temporal": commandCPU("temporal-server"),
-		"postgres": commandCPU("postgres"),
-	}
-	m["api"], _ = processCPU(c.api.cmd.Process.Pid)
-	for i, w := range c.workers {
-		m[fmt.Sprintf("worker %d", i+1)], _ = processCPU(w.cmd.Process.Pid)
-	}
-	return m
-}
-
-// report prints the CPU used since the snapshot.
-func (c *cpuSnapshot) report(wall time.Duration) string {
-	now := c.read()
-	parts := []string{fmt.Sprintf("api %.0f s", (now["api"] - c.at["api"]).Seconds())}
-	for i := range c.workers {
-		k := fmt.Sprintf("worker %d", i+1)
-		parts = append(parts, fmt.Sprintf("%s %.0f s", k, (now[k]-c.at[k]).Seconds()))
-	}
-	parts = append(parts,
-		fmt.Sprintf("Temporal %.0f s", (now["temporal"]-c.at["temporal"]).Seconds()),
-		fmt.Sprintf("postgres ≥ %.0f s", (now["postgres"]-c.at["postgres"]).Seconds()))
-	return fmt.Sprintf("CPU %s in %.0f s wall", strings.Join(parts, ", "), wall.Seconds())
-}
-
-// loadAverage is the machine's 1-minute load average, from /proc/loadavg.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return "?"
-	}
-	return f[0]
-}
-
-// pingRedis checks that the Redis the services will share answers.
-func pingRedis(ctx context.Context, rawURL string) error {
-	opt, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return fmt.Errorf("-redis: %w", err)
-	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	if err := rdb.Ping(pctx).Err(); err != nil {
-		return fmt.Errorf("redis at %s does not answer: %w", redact(rawURL), err)
-	}
-	return nil
-}
-
-// withDatabase returns a PostgreSQL URL naming another database on the same
-// server.
-func withDatabase(rawURL, db string) (string, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "", fmt.Errorf("-pg: %w", err)
-	}
-	u.Path = "/" + db
-	return u.String(), nil
-}
-
-// newSecretKey is a RECORDHUB_SECRET_KEY: 32 random bytes, base64.
-func newSecretKey() string {
-	k := make([]byte, 32)
-	_, _ = rand.Read(k)
-	return base64.StdEncoding.EncodeToString(k)
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func sum(xs []float64) float64 {
-	t := 0.0
-	for _, x := range xs {
-		t += x
-	}
-	return t
-}
-
-// durations prints latencies in milliseconds, "never" for -1.
-func durations(ds []time.Duration) string {
-	parts := make([]string, len(ds))
-	for i, d := range ds {
-		if d < 0 {
-			parts[i] = "never"
-		} else {
-			parts[i] = strconv.FormatInt(d.Milliseconds(), 10)
-		}
-	}
-	return strings.Join(parts, ", ") + " ms"
-}
-
-// reportProduction prints the production group's table and returns how
-// many targets were missed.
-func reportProduction(w io.Writer, o options, r prodResult) int {
-	fmt.Fprintf(w, "\nproduction shape: recordhub built -tags noembedtemporal; a separate Temporal server (v1.32.1, PostgreSQL persistence, task-queue fairness on) at %s; Redis %s\n", r.temporalAddr, redact(o.redisURL))
-	fmt.Fprintf(w, "per row group: one serve --role api and N serve --role worker processes, a fresh database and task queue; tenant A creates %d records %d at a time, then tenant B %d, one a second\n", o.burst, prodCreators, prodBEvents)
-	note := ""
-	if r.baseline.note != "" {
-		note = "; " + r.baseline.note
-	}
-	fmt.Fprintf(w, "bare Temporal workflows/s (run first, same server, %d workflows, one POST activity each, %d starters): %.1f (%d completed in %s%s)\n\n",
-		r.baseline.n, prodCreators, r.baseline.rate(), r.baseline.completed, r.baseline.span.Round(time.Millisecond), note)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "workers\tmeasure\tvalue\ttarget\tresult\tnotes")
-	missed, total := 0, 0
-	row := func(workers, label, value, target string, ok bool, note string) {
-		total++
-		if !ok {
-			missed++
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", workers, label, value, target, verdict(ok), note)
-	}
-	info := func(workers, label, value, note string) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t%s\n", workers, label, value, note)
-	}
-	var one float64
-	for _, run := range r.runs {
-		n := strconv.Itoa(run.workers)
-		if run.workers == 1 {
-			one = run.rate()
-		}
-		info(n, "deliveries/s (tenant A)", fmt.Sprintf("%.1f", run.rate()),
-			fmt.Sprintf("%d delivered, first to last arrival %s; creates took %s (%.0f/s)", run.deliveredA, run.spanA.Round(time.Millisecond),
-				run.createA.Round(time.Millisecond), float64(run.sentA)/run.createA.Seconds()))
-		ratio := 0.0
-		if r.baseline.rate() > 0 {
-			ratio = run.rate() / r.baseline.rate()
-		}
-		row(n, "ratio to bare Temporal", fmt.Sprintf("%.2f×", ratio), fmt.Sprintf("≥ %s×", trimRatio(targetProdRatio)), ratio >= targetProdRatio, "")
-		missing := run.sentA - run.deliveredA + run.missingB
-		row(n, "missing deliveries", strconv.Itoa(missing), "0", missing == 0 && run.sentA > 0,
-			fmt.Sprintf("A %d of %d, B %d of %d", run.sentA-run.deliveredA, run.sentA, run.missingB, len(run.sentB)))
-		row(n, "duplicated deliveries", strconv.Itoa(run.duplicated), "0", run.duplicated == 0, "requests beyond the first per X-Webhook-Id")
-
-		total := sum(run.attempts)
-		shares := make([]string, len(run.attempts))
-		counts := make([]string, len(run.attempts))
-		lowest := 1.0
-		for i, a := range run.attempts {
-			share := 0.0
-			if total > 0 {
-				share = a / total
-			}
-			lowest = min(lowest, share)
-			shares[i] = fmt.Sprintf("%.0f%%", 100*share)
-			counts[i] = fmt.Sprintf("%.0f", a)
-		}
-		attemptsNote := "attempts " + strings.Join(counts, " + ")
-		if run.workers >= 2 {
-			row(n, "attempts per worker", strings.Join(shares, " / "), fmt.Sprintf("each ≥ %.0f%%", 100*targetWorkerShare), lowest >= targetWorkerShare, attemptsNote)
-		} else {
-			info(n, "attempts per worker", strings.Join(shares, " / "), attemptsNote)
-		}
-		refused := 0.0
-		if run.started > 0 {
-			refused = run.refused / run.started
-		}
-		row(n, "refused starts", fmt.Sprintf("%.1f%%", 100*refused), fmt.Sprintf("< %.0f%%", 100*targetRefused), refused < targetRefused && run.started > 0,
-			fmt.Sprintf("%.0f already_started of %.0f started", run.refused, run.started))
-		worst := time.Duration(0)
-		for _, l := range run.latB {
-			if l < 0 {
-				worst = -1
-				break
-			}
-			worst = max(worst, l)
-		}
-		worstText := "never"
-		if worst >= 0 {
-			worstText = ms(worst)
-		}
-		row(n, "tenant B create → arrival, max", worstText, "≤ "+ms(targetFairness), worst >= 0 && worst <= targetFairness && len(run.latB) == prodBEvents,
-			"each: "+durations(run.latB))
-		lagNote := "recordhub_outbox_lag_seconds sampled every 0.5 s (the gauge is refreshed every 5 s)"
-		if run.unsettled != "" {
-			lagNote += "; " + run.unsettled
-		}
-		info(n, "outbox lag, max", fmt.Sprintf("%.1f s", run.lagMax), lagNote)
-		info(n, "PostgreSQL connections, peak", fmt.Sprintf("%d of %d", run.pg.total, run.pg.limit),
-			fmt.Sprintf("client backends; peaks apart: this run's recordhub database %d, rh_temporal_* databases %d (this Temporal server's and any other's), the rest %d",
-				run.pg.recordhub, run.pg.temporal, run.pg.rest))
-		info(n, "machine", "load "+run.loadBefore+" → "+run.loadAfter, run.cpu)
-	}
-	if one > 0 {
-		for _, run := range r.runs {
-			if run.workers == 1 {
-				continue
-			}
-			x := run.rate() / one
-			row(fmt.Sprintf("%d vs 1", run.workers), "deliveries/s scale-out", fmt.Sprintf("%.2f×", x), fmt.Sprintf("≥ %s×", trimRatio(targetScaleOut)), x >= targetScaleOut, "")
-		}
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "\n%d of %d production targets met\n", total-missed, total)
-	return missed
 }

@@ -7,9 +7,6 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // the "sqlite" driver the service uses
-
 	"github.com/recordhub/recordhub/models"
 )
 

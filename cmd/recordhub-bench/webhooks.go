@@ -4,19 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/recordhub/recordhub/models"
@@ -53,125 +46,20 @@ type webhookResult struct {
 	baselineNote             string
 }
 
-func rate(n int, span time.Duration) float64 {
-	if n < 2 || span <= 0 {
-		return 0
-	}
-	return float64(n-1) / span.Seconds()
-}
+func (r webhookResult) serviceRate() float64 { return rate(r.serviceN, r.serviceSpan) }
 
-func (r webhookResult) serviceRate() float64  { return rate(r.serviceN, r.serviceSpan) }
 func (r webhookResult) baselineRate() float64 { return rate(r.baselineN, r.baselineSpan) }
 
-// receiver is the webhooks' endpoint, in the bench's process: it answers
-// 204 and keeps the first arrival of every delivery, by the record the
-// event is about (service deliveries on /hook) or by X-Bench-Id (the
-// baseline's, on /baseline).
-type receiver struct {
-	mu       sync.Mutex
-	records  map[string]time.Time // record id → first arrival
-	events   map[string]bool      // X-Webhook-Id seen
-	baseline map[string]time.Time
-	requests atomic.Int64
-	srv      *http.Server
-	addr     string
-}
-
-func startReceiver() (*receiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// runWebhooks runs and reports the webhook group and returns how many of
+// its targets were missed; a group that cannot run misses one.
+func (b *bench) runWebhooks(ctx context.Context, bin string) int {
+	r, err := b.webhooks(ctx, bin)
 	if err != nil {
-		return nil, err
+		webhookGroupFailed(b.out, err)
+		return 1
 	}
-	r := &receiver{records: map[string]time.Time{}, events: map[string]bool{}, baseline: map[string]time.Time{}, addr: ln.Addr().String()}
-	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = r.srv.Serve(ln) }()
-	return r, nil
-}
-
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	now := time.Now()
-	r.requests.Add(1)
-	body, _ := io.ReadAll(req.Body)
-	switch req.URL.Path {
-	case "/hook":
-		var ev struct {
-			Record struct {
-				ID string `json:"id"`
-			} `json:"record"`
-		}
-		_ = json.Unmarshal(body, &ev)
-		id := req.Header.Get("X-Webhook-Id")
-		r.mu.Lock()
-		r.events[id] = true
-		if _, seen := r.records[ev.Record.ID]; !seen && ev.Record.ID != "" {
-			r.records[ev.Record.ID] = now
-		}
-		r.mu.Unlock()
-	case "/baseline":
-		id := req.Header.Get("X-Bench-Id")
-		r.mu.Lock()
-		if _, seen := r.baseline[id]; !seen && id != "" {
-			r.baseline[id] = now
-		}
-		r.mu.Unlock()
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (r *receiver) url(path string) string { return "http://" + r.addr + path }
-
-// arrivals returns the first arrival of each record in ids that has one.
-func (r *receiver) arrivals(ids []string) map[string]time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]time.Time, len(ids))
-	for _, id := range ids {
-		if t, ok := r.records[id]; ok {
-			out[id] = t
-		}
-	}
-	return out
-}
-
-// waitFor waits until count() reaches n or the limit passes.
-func waitFor(ctx context.Context, n int, limit time.Duration, count func() int) {
-	deadline := time.Now().Add(limit)
-	for count() < n && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// span returns the first and last of ts.
-func span(ts []time.Time) time.Duration {
-	if len(ts) < 2 {
-		return 0
-	}
-	lo, hi := ts[0], ts[0]
-	for _, t := range ts[1:] {
-		if t.Before(lo) {
-			lo = t
-		}
-		if t.After(hi) {
-			hi = t
-		}
-	}
-	return hi.Sub(lo)
-}
-
-// createRecord POSTs one record and returns its id.
-func createRecord(ctx context.Context, svc *service, f fixture) (string, error) {
-	var rec struct {
-		ID string `json:"id"`
-	}
-	var body map[string]any
-	_ = json.Unmarshal([]byte(recordBody), &body)
-	if err := svc.call(ctx, "POST", "/api/modules/"+f.writeModule+"/records", f.key, body, &rec); err != nil {
-		return "", err
-	}
-	if rec.ID == "" {
-		return "", errors.New("create record: no id in the answer")
-	}
-	return rec.ID, nil
+	missed, _ := reportWebhooks(b.out, r)
+	return missed
 }
 
 // webhooks runs the webhook group on SQLite against a service of its own,
@@ -350,56 +238,4 @@ func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error)
 	r.baselineN, r.baselineMiss, r.baselineSpan = len(ts), webhookThroughputN-len(ts), span(ts)
 	fmt.Fprintf(b.out, "webhooks: baseline: %d completions in %s (%.0f/s)\n", r.baselineN, r.baselineSpan.Round(time.Millisecond), r.baselineRate())
 	return r, nil
-}
-
-// percentile of sorted ds, nearest rank.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	i := int(float64(len(ds))*p+0.999999) - 1
-	return ds[min(max(i, 0), len(ds)-1)]
-}
-
-// reportWebhooks prints the webhook group's table and returns how many of
-// its targets were missed, and how many there are.
-func reportWebhooks(w io.Writer, r webhookResult) (missed, total int) {
-	fmt.Fprintf(w, "\nwebhooks (sqlite, embedded Temporal server and Web UI in the service's process; receiver in the bench process answering 204)\n")
-	fmt.Fprintf(w, "latency: %d changes/s for %s, from the create's response to the receiver's first request; throughput: %d records created %d at a time, first to last arrival, against %d bare Temporal workflows (one activity POSTing 1 KB) on the same server\n\n",
-		webhookRate, webhookRateFor, webhookThroughputN, webhookCreators, webhookThroughputN)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "measure\tvalue\ttarget\tresult\tnotes")
-	row := func(label, value, target string, ok bool, note string) {
-		total++
-		if !ok {
-			missed++
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", label, value, target, verdict(ok), note)
-	}
-	row("idle RSS (API, worker, Temporal, UI)", mb(r.idleRSS), "< "+mb(targetWebhookRSS), r.idleRSS > 0 && r.idleRSS < targetWebhookRSS,
-		fmt.Sprintf("VmRSS %s after ready", webhookIdleWait))
-	latNote := fmt.Sprintf("%d changes, max %s", r.latencySent, ms(r.max))
-	hasLat := r.latencySent > r.latencyMissing
-	row("change → delivery p50", ms(r.p50), "< "+ms(targetWebhookP50), hasLat && r.p50 < targetWebhookP50, latNote)
-	row("change → delivery p99", ms(r.p99), "< "+ms(targetWebhookP99), hasLat && r.p99 < targetWebhookP99, "")
-	row("missing deliveries", fmt.Sprintf("%d of %d", r.latencyMissing, r.latencySent), "0", r.latencySent > 0 && r.latencyMissing == 0,
-		fmt.Sprintf("waited %s after the last change", webhookGrace))
-	fmt.Fprintf(tw, "service deliveries/s\t%.0f\t-\t-\t%d delivered in %s, %d missing; creates took %s\n", r.serviceRate(), r.serviceN,
-		r.serviceSpan.Round(time.Millisecond), r.serviceMissing, r.serviceCreate.Round(time.Millisecond))
-	bnote := fmt.Sprintf("%d completed in %s, %d missing", r.baselineN, r.baselineSpan.Round(time.Millisecond), r.baselineMiss)
-	if r.baselineNote != "" {
-		bnote += "; " + r.baselineNote
-	}
-	fmt.Fprintf(tw, "bare Temporal workflows/s\t%.0f\t-\t-\t%s\n", r.baselineRate(), bnote)
-	ratio := 0.0
-	if r.baselineRate() > 0 {
-		ratio = r.serviceRate() / r.baselineRate()
-	}
-	row("deliveries/s ratio to bare Temporal", fmt.Sprintf("%.2f×", ratio), fmt.Sprintf("≥ %s×", trimRatio(targetWebhookRatio)),
-		ratio >= targetWebhookRatio && r.serviceMissing == 0, "")
-	tw.Flush()
-	fmt.Fprintf(w, "\n%d of %d webhook targets met\n", total-missed, total)
-	return missed, total
-}
-
-// webhookGroupFailed is printed when the group cannot run.
-func webhookGroupFailed(w io.Writer, err error) {
-	fmt.Fprintf(w, "\nwebhooks: FAIL: %s\n", strings.TrimSpace(err.Error()))
 }
