@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 
 	if o.production {
 		fmt.Fprintf(stdout, "building ./cmd/recordhub -tags noembedtemporal ...\n")
-		bin, err := buildService(ctx, root, work, "recordhub", false, "noembedtemporal")
+		bin, err := buildService(ctx, root, work, "recordhub", "noembedtemporal")
 		if err != nil {
 			return 1, err
 		}
@@ -98,7 +98,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 		return 0, nil
 	}
 	fmt.Fprintf(stdout, "building ./cmd/recordhub ...\n")
-	bin, err := buildService(ctx, root, work, "recordhub", len(o.profile) > 0)
+	bin, err := buildService(ctx, root, work, "recordhub")
 	if err != nil {
 		return 1, err
 	}
@@ -108,7 +108,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 		// embedded Temporal server, whose packages cost memory just by
 		// being linked in.
 		fmt.Fprintf(stdout, "building ./cmd/recordhub -tags noembedtemporal ...\n")
-		if b.apiBin, err = buildService(ctx, root, work, "recordhub-api", len(o.profile) > 0, "noembedtemporal"); err != nil {
+		if b.apiBin, err = buildService(ctx, root, work, "recordhub-api", "noembedtemporal"); err != nil {
 			return 1, err
 		}
 	}

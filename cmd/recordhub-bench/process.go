@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -101,48 +100,13 @@ func freePort() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// pprofOverlay is added to the service's main package, through go build
-// -overlay, when a profile is asked for: the service has no pprof endpoint
-// and its code is not the bench's to change.
-const pprofOverlay = `package main
-
-import (
-	"net/http"
-	_ "net/http/pprof"
-	"os"
-)
-
-func init() {
-	if addr := os.Getenv("RECORDHUB_BENCH_PPROF_ADDR"); addr != "" {
-		go func() { _ = http.ListenAndServe(addr, nil) }()
-	}
-}
-`
-
-// buildService builds ./cmd/recordhub into dir as name, with the pprof
-// listener when withPprof is set, and with the build tags given.
-func buildService(ctx context.Context, root, dir, name string, withPprof bool, tags ...string) (string, error) {
+// buildService builds ./cmd/recordhub into dir as name, with the build
+// tags given.
+func buildService(ctx context.Context, root, dir, name string, tags ...string) (string, error) {
 	bin := filepath.Join(dir, name)
 	args := []string{"build", "-o", bin}
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
-	}
-	if withPprof {
-		src := filepath.Join(dir, "bench_pprof.go")
-		if err := os.WriteFile(src, []byte(pprofOverlay), 0o600); err != nil {
-			return "", err
-		}
-		overlay, err := json.Marshal(map[string]map[string]string{
-			"Replace": {filepath.Join(root, "cmd", "recordhub", "zz_bench_pprof.go"): src},
-		})
-		if err != nil {
-			return "", err
-		}
-		ov := filepath.Join(dir, "overlay.json")
-		if err := os.WriteFile(ov, overlay, 0o600); err != nil {
-			return "", err
-		}
-		args = append(args, "-overlay", ov)
 	}
 	args = append(args, "./cmd/recordhub")
 	cmd := exec.CommandContext(ctx, goCommand(), args...)

@@ -65,7 +65,7 @@ func startService(ctx context.Context, bin, logPath string, env map[string]strin
 		if s.pprofAddr, err = freePort(); err != nil {
 			return nil, err
 		}
-		env["RECORDHUB_BENCH_PPROF_ADDR"] = s.pprofAddr
+		env["RECORDHUB_PPROF_ADDR"] = s.pprofAddr
 	}
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -196,7 +196,7 @@ func (s *service) drainAccessLogs(ctx context.Context, limit time.Duration) erro
 // saveProfile fetches a pprof profile of the service into path.
 func (s *service) saveProfile(ctx context.Context, profile string, seconds int, path string) error {
 	if s.pprofAddr == "" {
-		return errors.New("the service was built without pprof")
+		return errors.New("the service runs without its profiler (RECORDHUB_PPROF_ADDR)")
 	}
 	url := fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", s.pprofAddr, profile, seconds)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
