@@ -21,6 +21,7 @@ type options struct {
 	keep      bool
 	strict    bool
 	webhooks  bool
+	webhookN  int // records (and workflows of each floor) in the webhook throughput run
 	// role is the shape of the measured process: "all", or "api" against
 	// a second process holding the worker and the embedded Temporal server.
 	role string
@@ -47,6 +48,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	profile := fs.String("profile", "", "take CPU and allocation profiles of the service during these scenarios (comma-separated: get, post, list); the service then runs with its profiler on (RECORDHUB_PPROF_ADDR), which the figures of that run include, and the work directory is kept")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, service logs, hey output)")
 	fs.BoolVar(&o.webhooks, "webhooks", true, "run the webhook group (SQLite, embedded Temporal): idle RSS, change-to-delivery latency, deliveries/s against bare Temporal workflows; -db '' runs it alone")
+	fs.IntVar(&o.webhookN, "webhook-n", 600, "records in the webhook group's throughput run, and workflows in each floor run on the same server")
 	fs.BoolVar(&o.strict, "strict", false, "exit with status 3 when a target is missed")
 	fs.BoolVar(&o.production, "production", false, "run only the production group: recordhub built -tags noembedtemporal, serve --role api and -workers worker processes on PostgreSQL (-pg) and Redis (-redis) against a separate Temporal server on PostgreSQL; a two-tenant burst; deliveries/s against bare workflows, exactly-once, worker shares, refused starts, tenant fairness")
 	prodWorkers := fs.String("workers", "1,2", "with -production: worker process counts to measure, comma-separated, one configuration each")
@@ -99,8 +101,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.role != "all" && o.role != "api" {
 		return o, fmt.Errorf("-role: unknown shape %q (all, api)", o.role)
 	}
-	if o.duration < time.Second || o.workers < 1 || o.records < 1 {
-		return o, errors.New("-z must be at least 1s, -c and -records at least 1")
+	if o.duration < time.Second || o.workers < 1 || o.records < 1 || o.webhookN < 2 {
+		return o, errors.New("-z must be at least 1s, -c and -records at least 1, -webhook-n at least 2")
 	}
 	if len(o.profile) > 0 {
 		o.keep = true

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/recordhub/recordhub/cmd/internal/pgtemporal"
@@ -19,13 +15,12 @@ import (
 
 // The production group's targets.
 const (
-	targetProdRatio   = 0.80            // deliveries/s ÷ bare workflows/s
 	targetWorkerShare = 0.35            // of the attempts, each worker, with two or more
 	targetRefused     = 0.01            // already_started ÷ started
 	targetFairness    = 2 * time.Second // tenant B's create → first arrival
 	targetScaleOut    = 1.0             // N workers' deliveries/s ÷ one worker's
 
-	prodCreators = 16 // concurrent creates of tenant A's burst, and baseline starters
+	prodCreators = 16 // concurrent creates of tenant A's burst, and floor starters
 	prodBEvents  = 5  // tenant B's events, one a second
 	// prodStall ends a wait for deliveries that has seen none arrive for
 	// this long: the drain has stopped, not slowed.
@@ -37,18 +32,9 @@ const (
 // prodResult is the production group's outcome.
 type prodResult struct {
 	temporalAddr string
-	baseline     prodBaseline
+	floors       []throughput // on the same server, run first
 	runs         []prodRun
 }
-
-// prodBaseline is the bare-workflow floor, once per group.
-type prodBaseline struct {
-	n, completed int
-	span         time.Duration
-	note         string
-}
-
-func (b prodBaseline) rate() float64 { return rate(b.completed, b.span) }
 
 // prodRun is one worker count's outcome.
 type prodRun struct {
@@ -66,6 +52,11 @@ type prodRun struct {
 	started, refused float64   // dispatcher starts over all workers, during the run
 	unsettled        string    // set when the outbox did not report empty after the drain
 
+	// machineCPU is the machine's CPU from A's first create to A's last
+	// arrival, spent on cpuDeliveries deliveries (A's and B's by then).
+	machineCPU    time.Duration
+	cpuDeliveries int
+
 	lagMax     float64 // seconds, sampled
 	pg         pgPeak
 	wall       time.Duration
@@ -76,15 +67,21 @@ type prodRun struct {
 
 func (r prodRun) rate() float64 { return rate(r.deliveredA, r.spanA) }
 
+// throughput is tenant A's deliveries as a row beside the floors.
+func (r prodRun) throughput() throughput {
+	return throughput{label: fmt.Sprintf("recordhub, %d worker(s)", r.workers), sent: r.sentA, delivered: r.deliveredA,
+		span: r.spanA, cpu: r.machineCPU, cpuDeliveries: r.cpuDeliveries}
+}
+
 // production runs the production group: a separate Temporal server on
-// PostgreSQL, then the bare-workflow baseline on it, then, for each worker
+// PostgreSQL, then both floors (bare workflows) on it, then, for each worker
 // count, one API process and that many workers on a fresh database and task
 // queue under a two-tenant load.
 //
-// The baseline runs first: the configurations that follow then all meet a
+// The floors run first: the configurations that follow then all meet a
 // server that has already run a burst (the first of them does not pay its
 // cold start alone, which would flatter the scale-out figure), and the
-// baseline has the emptiest tables, which can only make the ratio to it
+// floors have the emptiest tables, which can only make the ratio to it
 // harder to reach.
 func (b *bench) production(ctx context.Context) (prodResult, error) {
 	var r prodResult
@@ -112,12 +109,9 @@ func (b *bench) production(ctx context.Context) (prodResult, error) {
 	}()
 	r.temporalAddr = ts.Address()
 
-	n := cmp.Or(b.o.baselineN, b.o.burst)
-	fmt.Fprintf(b.out, "production: baseline: %d bare Temporal workflows (one POST activity each), %d starters ...\n", n, prodCreators)
-	if r.baseline, err = b.prodBaseline(ctx, ts, n); err != nil {
+	if r.floors, err = b.runFloors(ctx, "production", ts.Address(), ts.Namespace(), cmp.Or(b.o.baselineN, b.o.burst), prodCreators); err != nil {
 		return r, err
 	}
-	fmt.Fprintf(b.out, "production: baseline: %d completions in %s (%.1f/s)\n", r.baseline.completed, r.baseline.span.Round(time.Millisecond), r.baseline.rate())
 
 	for _, workers := range b.o.prodWorkers {
 		run, err := b.prodRun(ctx, ts, workers)
@@ -129,62 +123,44 @@ func (b *bench) production(ctx context.Context) (prodResult, error) {
 	return r, nil
 }
 
-// prodBaseline runs the temporal-baseline sub-command against ts, its
-// workflows POSTing to a receiver of their own.
-func (b *bench) prodBaseline(ctx context.Context, ts *pgtemporal.Server, n int) (prodBaseline, error) {
-	r := prodBaseline{n: n}
-	rcv, err := startReceiver()
-	if err != nil {
-		return r, err
-	}
-	defer rcv.srv.Close()
-	self, err := os.Executable()
-	if err != nil {
-		return r, err
-	}
-	// A stuck baseline ends; one at 5/s still finishes.
-	bctx, cancel := context.WithTimeout(ctx, time.Minute+time.Duration(n)*200*time.Millisecond)
-	defer cancel()
-	cmd := exec.CommandContext(bctx, self, "temporal-baseline",
-		"-addr", ts.Address(), "-namespace", ts.Namespace(),
-		"-url", rcv.url("/baseline"), "-n", strconv.Itoa(n), "-c", strconv.Itoa(prodCreators))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	_ = os.WriteFile(filepath.Join(b.work, "baseline.log"), stderr.Bytes(), 0o600)
-	var br baselineResult
-	if err := json.Unmarshal(stdout.Bytes(), &br); err != nil {
-		return r, fmt.Errorf("temporal-baseline: %v %v: %s", runErr, err, lastLines(stderr.String(), 10))
-	}
-	if runErr != nil {
-		r.note = fmt.Sprintf("%d failed: %s", br.Failed, br.FirstErr)
-	}
-	rcv.mu.Lock()
-	times := make([]time.Time, 0, len(rcv.baseline))
-	for _, t := range rcv.baseline {
-		times = append(times, t)
-	}
-	rcv.mu.Unlock()
-	r.completed, r.span = len(times), span(times)
-	return r, nil
+// prodStack is one configuration's processes: a fresh database, the API,
+// the workers and two tenants, each with its own receiver.
+type prodStack struct {
+	tag     string
+	h       *dbHandle
+	api     *service
+	ws      []*service
+	a, b    prodTenant
+	closers []func()
 }
 
-// prodRun measures one worker count on a fresh database and task queue.
-func (b *bench) prodRun(ctx context.Context, ts *pgtemporal.Server, workers int) (prodRun, error) {
-	r := prodRun{workers: workers}
-	tag := fmt.Sprintf("prod-%dw", workers)
-	h, err := freshPostgres(ctx, b.o.pgURL)
-	if err != nil {
-		return r, err
+// close stops what startProdStack started, the last started first.
+func (st *prodStack) close() {
+	for i := len(st.closers) - 1; i >= 0; i-- {
+		st.closers[i]()
 	}
+}
+
+// startProdStack starts one API process and workers worker processes on a
+// fresh database and task queue, and sets up tenants A and B.
+func (b *bench) startProdStack(ctx context.Context, ts *pgtemporal.Server, workers int) (st *prodStack, err error) {
+	st = &prodStack{tag: fmt.Sprintf("prod-%dw", workers)}
 	defer func() {
-		if err := h.drop(context.WithoutCancel(ctx)); err != nil {
-			fmt.Fprintf(b.out, "%s: %v\n", tag, err)
+		if err != nil {
+			st.close()
 		}
 	}()
+	if st.h, err = freshPostgres(ctx, b.o.pgURL); err != nil {
+		return st, err
+	}
+	st.closers = append(st.closers, func() {
+		if err := st.h.drop(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(b.out, "%s: %v\n", st.tag, err)
+		}
+	})
 	adminKey := models.NewAPIKeySecret()
 	env := map[string]string{
-		"DATABASE_URL":                  h.url,
+		"DATABASE_URL":                  st.h.url,
 		"REDIS_URL":                     b.o.redisURL,
 		"TEMPORAL_ADDRESS":              ts.Address(),
 		"TEMPORAL_NAMESPACE":            ts.Namespace(),
@@ -192,116 +168,151 @@ func (b *bench) prodRun(ctx context.Context, ts *pgtemporal.Server, workers int)
 		"RECORDHUB_SECRET_KEY":          newSecretKey(),
 		"RECORDHUB_BOOTSTRAP_ADMIN_KEY": adminKey,
 		"RECORDHUB_WEBHOOK_ALLOW_CIDRS": "127.0.0.0/8",
-		"RECORDHUB_DATA_DIR":            filepath.Join(b.work, tag+"-data"),
+		"RECORDHUB_DATA_DIR":            filepath.Join(b.work, st.tag+"-data"),
 		// The API, the workers and Temporal's own pools must fit in the
 		// local server's 100 connections (Temporal holds about 57).
 		"RECORDHUB_DATABASE_MAX_CONNS": "10",
 	}
 	if err := os.MkdirAll(env["RECORDHUB_DATA_DIR"], 0o700); err != nil {
-		return r, err
+		return st, err
 	}
 
 	// The API first: it migrates the fresh database before any worker
 	// opens it.
-	fmt.Fprintf(b.out, "%s: starting serve --role api and %d × serve --role worker (task queue %s) ...\n", tag, workers, env["RECORDHUB_TEMPORAL_TASK_QUEUE"])
-	api, err := startService(ctx, b.bin, filepath.Join(b.work, tag+"-api.log"), maps.Clone(env), false, "--role", "api")
-	if err != nil {
-		return r, err
+	fmt.Fprintf(b.out, "%s: starting serve --role api and %d × serve --role worker (task queue %s) ...\n", st.tag, workers, env["RECORDHUB_TEMPORAL_TASK_QUEUE"])
+	if st.api, err = startService(ctx, b.bin, filepath.Join(b.work, st.tag+"-api.log"), maps.Clone(env), false, "--role", "api"); err != nil {
+		return st, err
 	}
-	defer stopService(b.out, tag+" api", api)
-	ws := make([]*service, workers)
-	for i := range ws {
-		log := filepath.Join(b.work, fmt.Sprintf("%s-worker%d.log", tag, i+1))
-		if ws[i], err = startService(ctx, b.bin, log, maps.Clone(env), false, "--role", "worker"); err != nil {
-			return r, err
+	st.closers = append(st.closers, func() { stopService(b.out, st.tag+" api", st.api) })
+	for i := range workers {
+		log := filepath.Join(b.work, fmt.Sprintf("%s-worker%d.log", st.tag, i+1))
+		w, err := startService(ctx, b.bin, log, maps.Clone(env), false, "--role", "worker")
+		if err != nil {
+			return st, err
 		}
-		defer stopService(b.out, fmt.Sprintf("%s worker %d", tag, i+1), ws[i])
+		st.ws = append(st.ws, w)
+		st.closers = append(st.closers, func() { stopService(b.out, fmt.Sprintf("%s worker %d", st.tag, i+1), w) })
 	}
 
 	// Tenant A is the bootstrap tenant, tenant B is made as an operator
-	// would, each with its own receiver.
+	// would.
 	keyB, err := createTenant(ctx, b.bin, env, "bench-b")
 	if err != nil {
-		return r, err
+		return st, err
 	}
-	var tenants [2]prodTenant
-	for i, key := range []string{adminKey, keyB} {
-		if tenants[i], err = newProdTenant(ctx, api, key); err != nil {
-			return r, err
+	for _, t := range []struct {
+		key string
+		dst *prodTenant
+	}{{adminKey, &st.a}, {keyB, &st.b}} {
+		if *t.dst, err = newProdTenant(ctx, st.api, t.key); err != nil {
+			return st, err
 		}
-		defer tenants[i].rcv.srv.Close()
-	}
-	a, bt := tenants[0], tenants[1]
-	for _, t := range tenants {
-		if err := t.warmUp(ctx, api); err != nil {
-			return r, fmt.Errorf("warm-up: %w; the logs are in %s", err, b.work)
+		rcv := t.dst.rcv
+		st.closers = append(st.closers, func() { rcv.srv.Close() })
+		if err := t.dst.warmUp(ctx, st.api, prodWarmUp); err != nil {
+			return st, fmt.Errorf("warm-up: %w; the logs are in %s", err, b.work)
 		}
 	}
+	return st, nil
+}
 
-	before, err := scrapeAll(ctx, ws)
+// prodRun measures one worker count on a fresh database and task queue:
+// tenant A's burst, then tenant B's paced events while A's drain.
+func (b *bench) prodRun(ctx context.Context, ts *pgtemporal.Server, workers int) (prodRun, error) {
+	r := prodRun{workers: workers}
+	st, err := b.startProdStack(ctx, ts, workers)
 	if err != nil {
 		return r, err
 	}
-	requestsBefore := a.rcv.requests.Load() + bt.rcv.requests.Load()
-	cpu := startCPU(api, ws)
+	defer st.close()
+	before, err := scrapeAll(ctx, st.ws)
+	if err != nil {
+		return r, err
+	}
+	requestsBefore := st.a.rcv.requests.Load() + st.b.rcv.requests.Load()
+	cpu := startCPU(st.api, st.ws)
 	r.loadBefore = loadAverage()
 
-	fmt.Fprintf(b.out, "%s: tenant A creates %d records, %d at a time; then tenant B creates %d, one a second ...\n", tag, b.o.burst, prodCreators, prodBEvents)
+	idsA, sentB, err := b.prodLoad(ctx, st, &r)
+	if err != nil {
+		return r, err
+	}
+	r.cpu = cpu.report(r.wall)
+	r.loadAfter = loadAverage()
+	after, err := scrapeAll(ctx, st.ws)
+	if err != nil {
+		return r, err
+	}
+	r.tally(st, idsA, sentB, before, after)
+	requests := st.a.rcv.requests.Load() + st.b.rcv.requests.Load() - requestsBefore
+	fmt.Fprintf(b.out, "%s: %d of %d delivered in %s (%.1f/s), machine CPU %s per delivery; %d requests, %.0f attempts; B's latencies %s\n", st.tag,
+		r.deliveredA, r.sentA, r.spanA.Round(time.Millisecond), r.rate(), ms(r.throughput().cpuPer()), requests, sum(r.attempts), durations(r.latB))
+	return r, nil
+}
+
+// prodLoad sends tenant A's burst and tenant B's paced events and waits
+// for their deliveries and for the outbox to empty. The machine's CPU is
+// read from A's first create until A's last arrival.
+func (b *bench) prodLoad(ctx context.Context, st *prodStack, r *prodRun) (idsA []string, sentB []prodSent, err error) {
+	fmt.Fprintf(b.out, "%s: tenant A creates %d records, %d at a time; then tenant B creates %d, one a second ...\n", st.tag, b.o.burst, prodCreators, prodBEvents)
+	bBefore := st.b.rcv.delivered() // B's warm-up
+	cpu0, _ := machineCPU()
 	start := time.Now()
-	idsA, err := createMany(ctx, api, a.f, b.o.burst, prodCreators)
+	idsA, err = createMany(ctx, st.api, st.a.f, b.o.burst, prodCreators)
 	r.createA = time.Since(start)
 	if err != nil {
-		return r, fmt.Errorf("tenant A's burst: %w", err)
+		return nil, nil, fmt.Errorf("tenant A's burst: %w", err)
 	}
 	r.sentA = len(idsA)
-	type sentB struct {
+	type paced struct {
 		sent []prodSent
 		err  error
 	}
-	bDone := make(chan sentB, 1)
+	bDone := make(chan paced, 1)
 	go func() {
-		s, err := createPaced(ctx, api, bt.f, prodBEvents, time.Second)
-		bDone <- sentB{s, err}
+		s, err := createPaced(ctx, st.api, st.b.f, prodBEvents, time.Second)
+		bDone <- paced{s, err}
 	}()
 	lagCtx, stopLag := context.WithCancel(ctx)
 	defer stopLag()
-	lagMax := sampleMax(lagCtx, ws, metricLag, 500*time.Millisecond)
-	pgPeaks := samplePostgres(lagCtx, h, 500*time.Millisecond)
+	lagMax := sampleMax(lagCtx, st.ws, metricLag, 500*time.Millisecond)
+	pgPeaks := samplePostgres(lagCtx, st.h, 500*time.Millisecond)
 
-	waitProgress(ctx, len(idsA), prodStall, func() int { return len(a.rcv.arrivals(idsA)) })
-	sb := <-bDone
-	if sb.err != nil {
-		stopLag()
-		return r, fmt.Errorf("tenant B's creates: %w", sb.err)
+	waitProgress(ctx, len(idsA), prodStall, func() int { return len(st.a.rcv.arrivals(idsA)) })
+	cpu1, _ := machineCPU()
+	r.machineCPU = cpu1 - cpu0
+	r.cpuDeliveries = len(st.a.rcv.arrivals(idsA)) + st.b.rcv.delivered() - bBefore
+	pb := <-bDone
+	if pb.err != nil {
+		return nil, nil, fmt.Errorf("tenant B's creates: %w", pb.err)
 	}
-	r.sentB = sb.sent
-	idsB := make([]string, len(sb.sent))
-	for i, s := range sb.sent {
+	idsB := make([]string, len(pb.sent))
+	for i, s := range pb.sent {
 		idsB[i] = s.id
 	}
-	waitProgress(ctx, len(idsB), 10*time.Second, func() int { return len(bt.rcv.arrivals(idsB)) })
+	waitProgress(ctx, len(idsB), 10*time.Second, func() int { return len(st.b.rcv.arrivals(idsB)) })
 	// The counters are final once no event waits in the outbox.
-	if err := waitOutboxEmpty(ctx, ws, 20*time.Second); err != nil {
+	if err := waitOutboxEmpty(ctx, st.ws, 20*time.Second); err != nil {
 		r.unsettled = err.Error()
 	}
 	stopLag()
 	r.lagMax, r.pg = <-lagMax, <-pgPeaks
 	r.wall = time.Since(start)
-	r.cpu = cpu.report(r.wall)
-	r.loadAfter = loadAverage()
-	after, err := scrapeAll(ctx, ws)
-	if err != nil {
-		return r, err
-	}
+	return idsA, pb.sent, nil
+}
 
-	arrA := a.rcv.arrivals(idsA)
-	times := make([]time.Time, 0, len(arrA))
-	for _, t := range arrA {
-		times = append(times, t)
+// tally fills in the run's deliveries, latencies, duplicates and the
+// workers' counters.
+func (r *prodRun) tally(st *prodStack, idsA []string, sentB []prodSent, before, after []series) {
+	arrA := st.a.rcv.arrivals(idsA)
+	r.deliveredA, r.spanA = len(arrA), span(times(arrA))
+	r.sentB = sentB
+	ids := make([]string, len(sentB))
+	for i, s := range sentB {
+		ids[i] = s.id
 	}
-	r.deliveredA, r.spanA = len(arrA), span(times)
-	arrB := bt.rcv.arrivals(idsB)
-	for _, s := range sb.sent {
+	arrB := st.b.rcv.arrivals(ids)
+	for _, s := range sentB {
 		t, ok := arrB[s.id]
 		if !ok {
 			r.missingB++
@@ -310,20 +321,16 @@ func (b *bench) prodRun(ctx context.Context, ts *pgtemporal.Server, workers int)
 		}
 		r.latB = append(r.latB, t.Sub(s.at))
 	}
-	for _, t := range tenants {
+	for _, t := range []prodTenant{st.a, st.b} {
 		t.rcv.mu.Lock()
 		r.duplicated += int(t.rcv.requests.Load()) - len(t.rcv.events)
 		t.rcv.mu.Unlock()
 	}
-	for i := range ws {
+	for i := range after {
 		r.attempts = append(r.attempts, after[i].sum(metricAttempts)-before[i].sum(metricAttempts))
 		r.started += after[i].get(metricStarts, "result", "started") - before[i].get(metricStarts, "result", "started")
 		r.refused += after[i].get(metricStarts, "result", "already_started") - before[i].get(metricStarts, "result", "already_started")
 	}
-	requests := a.rcv.requests.Load() + bt.rcv.requests.Load() - requestsBefore
-	fmt.Fprintf(b.out, "%s: %d of %d delivered in %s (%.1f/s); %d requests, %.0f attempts; B's latencies %s\n", tag, r.deliveredA, r.sentA,
-		r.spanA.Round(time.Millisecond), r.rate(), requests, sum(r.attempts), durations(r.latB))
-	return r, nil
 }
 
 // waitOutboxEmpty waits until every worker reports no pending event.

@@ -130,3 +130,30 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	i := int(float64(len(ds))*p+0.999999) - 1
 	return ds[min(max(i, 0), len(ds)-1)]
 }
+
+// baselineArrivals returns the first arrival of every floor workflow.
+func (r *receiver) baselineArrivals() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]time.Time, 0, len(r.baseline))
+	for _, t := range r.baseline {
+		out = append(out, t)
+	}
+	return out
+}
+
+// times returns the values of arrivals.
+func times(arrivals map[string]time.Time) []time.Time {
+	out := make([]time.Time, 0, len(arrivals))
+	for _, t := range arrivals {
+		out = append(out, t)
+	}
+	return out
+}
+
+// delivered is how many record deliveries have arrived, by record.
+func (r *receiver) delivered() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.records)
+}

@@ -55,9 +55,9 @@ func newProdTenant(ctx context.Context, api *service, adminKey string) (prodTena
 	return t, nil
 }
 
-// warmUp sends a few deliveries through the whole path before measuring.
-func (t prodTenant) warmUp(ctx context.Context, api *service) error {
-	ids, err := createMany(ctx, api, t.f, prodWarmUp, 1)
+// warmUp sends n deliveries through the whole path before measuring.
+func (t prodTenant) warmUp(ctx context.Context, api *service, n int) error {
+	ids, err := createMany(ctx, api, t.f, n, 1)
 	if err != nil {
 		return err
 	}

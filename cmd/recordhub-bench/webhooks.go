@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -17,17 +14,15 @@ import (
 
 // The webhook group's targets.
 const (
-	targetWebhookRSS   = 250_000_000           // bytes, idle, with API, worker, embedded Temporal and its UI
-	targetWebhookP50   = 50 * time.Millisecond // change → receiver's first request, median
-	targetWebhookP99   = 500 * time.Millisecond
-	targetWebhookRatio = 0.80
+	targetWebhookRSS = 250_000_000           // bytes, idle, with API, worker, embedded Temporal and its UI
+	targetWebhookP50 = 50 * time.Millisecond // change → receiver's first request, median
+	targetWebhookP99 = 500 * time.Millisecond
 
-	webhookIdleWait    = 5 * time.Second
-	webhookRate        = 20 // changes per second in the latency run
-	webhookRateFor     = 10 * time.Second
-	webhookGrace       = 10 * time.Second // wait for late deliveries after the last change
-	webhookThroughputN = 600              // records (and baseline workflows) in the throughput runs
-	webhookCreators    = 16               // concurrent POSTs in the throughput run
+	webhookIdleWait = 5 * time.Second
+	webhookRate     = 20 // changes per second in the latency run
+	webhookRateFor  = 10 * time.Second
+	webhookGrace    = 10 * time.Second // wait for late deliveries after the last change
+	webhookCreators = 16               // concurrent POSTs in the throughput run, and floor starters
 )
 
 // webhookResult is the webhook group's outcome.
@@ -38,17 +33,10 @@ type webhookResult struct {
 	latencyMissing int
 	p50, p99, max  time.Duration
 
-	serviceN, serviceMissing int
-	serviceSpan              time.Duration // first to last arrival
-	serviceCreate            time.Duration // how long the creates took
-	baselineN, baselineMiss  int
-	baselineSpan             time.Duration
-	baselineNote             string
+	service       throughput
+	serviceCreate time.Duration // how long the creates took
+	floors        []throughput  // on the same embedded server
 }
-
-func (r webhookResult) serviceRate() float64 { return rate(r.serviceN, r.serviceSpan) }
-
-func (r webhookResult) baselineRate() float64 { return rate(r.baselineN, r.baselineSpan) }
 
 // runWebhooks runs and reports the webhook group and returns how many of
 // its targets were missed; a group that cannot run misses one.
@@ -58,21 +46,61 @@ func (b *bench) runWebhooks(ctx context.Context, bin string) int {
 		webhookGroupFailed(b.out, err)
 		return 1
 	}
-	missed, _ := reportWebhooks(b.out, r)
+	missed, _ := reportWebhooks(b.out, b.o, r)
 	return missed
 }
 
 // webhooks runs the webhook group on SQLite against a service of its own,
-// with the embedded Temporal server and its UI on.
+// with the embedded Temporal server and its UI on: idle RSS, change →
+// delivery latency at a steady rate, then recordhub's delivery rate and
+// both floors on the same server.
 func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error) {
 	var r webhookResult
+	svc, temporalAddr, adminKey, err := b.startWebhookService(ctx, bin)
+	if err != nil {
+		return r, err
+	}
+	defer stopService(b.out, "webhooks: recordhub", svc)
+
+	select {
+	case <-time.After(webhookIdleWait):
+	case <-ctx.Done():
+		return r, ctx.Err()
+	}
+	if r.idleRSS, err = readRSS(svc.cmd.Process.Pid); err != nil {
+		return r, fmt.Errorf("idle RSS: %w", err)
+	}
+	fmt.Fprintf(b.out, "webhooks: idle RSS %s\n", mb(r.idleRSS))
+
+	t, err := newProdTenant(ctx, svc, adminKey)
+	if err != nil {
+		return r, err
+	}
+	defer t.rcv.srv.Close()
+	if err := t.warmUp(ctx, svc, 5); err != nil {
+		return r, fmt.Errorf("warm-up: %w; the service's log is %s", err, svc.logPath)
+	}
+	if err := latencyRun(ctx, b, svc, t, &r); err != nil {
+		return r, err
+	}
+	if r.service, r.serviceCreate, err = b.serviceThroughput(ctx, svc, t); err != nil {
+		return r, err
+	}
+	r.floors, err = b.runFloors(ctx, "webhooks", temporalAddr, "default", b.o.webhookN, webhookCreators)
+	return r, err
+}
+
+// startWebhookService starts `recordhub serve` on a data directory of its
+// own, with the embedded Temporal server and its UI, and returns it with
+// the Temporal frontend's address and the admin key.
+func (b *bench) startWebhookService(ctx context.Context, bin string) (*service, string, string, error) {
 	dataDir := filepath.Join(b.work, "webhooks-data")
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return r, err
+		return nil, "", "", err
 	}
 	uiAddr, err := freePort()
 	if err != nil {
-		return r, err
+		return nil, "", "", err
 	}
 	adminKey := models.NewAPIKeySecret()
 	env := map[string]string{
@@ -86,75 +114,26 @@ func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error)
 	fmt.Fprintf(b.out, "webhooks: starting recordhub serve (sqlite, embedded Temporal, UI on %s) ...\n", uiAddr)
 	svc, err := startService(ctx, bin, filepath.Join(b.work, "webhooks-service.log"), env, false)
 	if err != nil {
-		return r, err
+		return nil, "", "", err
 	}
-	defer func() {
-		if err := svc.stop(40 * time.Second); err != nil {
-			fmt.Fprintf(b.out, "webhooks: stopping recordhub: %v\n", err)
-		}
-	}()
+	return svc, "127.0.0.1:" + env["RECORDHUB_TEMPORAL_PORT"], adminKey, nil
+}
 
-	// 1. Idle RSS.
-	select {
-	case <-time.After(webhookIdleWait):
-	case <-ctx.Done():
-		return r, ctx.Err()
-	}
-	if r.idleRSS, err = readRSS(svc.cmd.Process.Pid); err != nil {
-		return r, fmt.Errorf("idle RSS: %w", err)
-	}
-	fmt.Fprintf(b.out, "webhooks: idle RSS %s\n", mb(r.idleRSS))
-
-	rcv, err := startReceiver()
-	if err != nil {
-		return r, err
-	}
-	defer rcv.srv.Close()
-	f, err := setUp(ctx, svc, adminKey)
-	if err != nil {
-		return r, err
-	}
-	var ep struct {
-		ID string `json:"id"`
-	}
-	if err := svc.call(ctx, "POST", "/api/admin/webhook-endpoints", adminKey, map[string]any{
-		"url": rcv.url("/hook"), "events": []string{"record_created"},
-	}, &ep); err != nil {
-		return r, fmt.Errorf("create webhook endpoint: %w", err)
-	}
-	// Warm up: a few deliveries through the whole path before measuring.
-	var warm []string
-	for range 5 {
-		id, err := createRecord(ctx, svc, f)
-		if err != nil {
-			return r, fmt.Errorf("warm-up: %w", err)
-		}
-		warm = append(warm, id)
-	}
-	waitFor(ctx, len(warm), 30*time.Second, func() int { return len(rcv.arrivals(warm)) })
-	if got := len(rcv.arrivals(warm)); got < len(warm) {
-		return r, fmt.Errorf("warm-up: %d of %d deliveries arrived within 30s; the service's log is %s", got, len(warm), svc.logPath)
-	}
-
-	// 2. Latency at a steady rate.
+// latencyRun creates webhookRate records a second for webhookRateFor and
+// measures each create's response to the receiver's first request.
+func latencyRun(ctx context.Context, b *bench, svc *service, t prodTenant, r *webhookResult) error {
 	fmt.Fprintf(b.out, "webhooks: change → delivery latency, %d changes/s for %s ...\n", webhookRate, webhookRateFor)
-	type sent struct {
-		id   string
-		done time.Time
-	}
 	var (
 		mu    sync.Mutex
-		sends []sent
+		sends []prodSent
 		errs  []error
 		wg    sync.WaitGroup
 		tick  = time.NewTicker(time.Second / webhookRate)
 	)
 	for n := 0; n < webhookRate*int(webhookRateFor/time.Second); n++ {
 		<-tick.C
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			id, err := createRecord(ctx, svc, f)
+		wg.Go(func() {
+			id, err := createRecord(ctx, svc, t.f)
 			done := time.Now()
 			mu.Lock()
 			defer mu.Unlock()
@@ -162,80 +141,62 @@ func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error)
 				errs = append(errs, err)
 				return
 			}
-			sends = append(sends, sent{id, done})
-		}()
+			sends = append(sends, prodSent{id, done})
+		})
 	}
 	tick.Stop()
 	wg.Wait()
 	if len(errs) > 0 {
-		return r, fmt.Errorf("latency run: %d creates failed, the first: %w", len(errs), errs[0])
+		return fmt.Errorf("latency run: %d creates failed, the first: %w", len(errs), errs[0])
 	}
 	ids := make([]string, len(sends))
 	for i, s := range sends {
 		ids[i] = s.id
 	}
-	waitFor(ctx, len(ids), webhookGrace, func() int { return len(rcv.arrivals(ids)) })
-	got := rcv.arrivals(ids)
+	waitFor(ctx, len(ids), webhookGrace, func() int { return len(t.rcv.arrivals(ids)) })
+	got := t.rcv.arrivals(ids)
 	var lat []time.Duration
 	for _, s := range sends {
-		if t, ok := got[s.id]; ok {
-			lat = append(lat, t.Sub(s.done))
+		if at, ok := got[s.id]; ok {
+			lat = append(lat, at.Sub(s.at))
 		}
 	}
 	slices.Sort(lat)
-	r.latencySent = len(sends)
-	r.latencyMissing = len(sends) - len(lat)
+	r.latencySent, r.latencyMissing = len(sends), len(sends)-len(lat)
 	if len(lat) > 0 {
-		r.p50 = percentile(lat, 0.50)
-		r.p99 = percentile(lat, 0.99)
-		r.max = lat[len(lat)-1]
+		r.p50, r.p99, r.max = percentile(lat, 0.50), percentile(lat, 0.99), lat[len(lat)-1]
 	}
+	return nil
+}
 
-	// 3a. The service's sustained delivery rate.
-	fmt.Fprintf(b.out, "webhooks: %d records, %d at a time, to one endpoint ...\n", webhookThroughputN, webhookCreators)
+// serviceThroughput creates -webhook-n records, webhookCreators at a time,
+// and measures their deliveries: rate from the first to the last arrival,
+// machine CPU from the first create until the worker has recorded every
+// attempt.
+func (b *bench) serviceThroughput(ctx context.Context, svc *service, t prodTenant) (throughput, time.Duration, error) {
+	n := b.o.webhookN
+	tp := throughput{label: "recordhub", sent: n}
+	fmt.Fprintf(b.out, "webhooks: recordhub: %d records, %d at a time, to one endpoint ...\n", n, webhookCreators)
+	attempts0, err := svc.metric(ctx, metricAttempts)
+	if err != nil {
+		return tp, 0, err
+	}
+	cpu0, _ := machineCPU()
 	start := time.Now()
-	ids, err = createMany(ctx, svc, f, webhookThroughputN, webhookCreators)
-	r.serviceCreate = time.Since(start)
+	ids, err := createMany(ctx, svc, t.f, n, webhookCreators)
+	created := time.Since(start)
 	if err != nil {
-		return r, fmt.Errorf("throughput run: %w", err)
+		return tp, created, fmt.Errorf("throughput run: %w", err)
 	}
-	waitFor(ctx, len(ids), 60*time.Second, func() int { return len(rcv.arrivals(ids)) })
-	arr := rcv.arrivals(ids)
-	ts := make([]time.Time, 0, len(arr))
-	for _, t := range arr {
-		ts = append(ts, t)
-	}
-	r.serviceN, r.serviceMissing, r.serviceSpan = len(ts), len(ids)-len(ts), span(ts)
-	fmt.Fprintf(b.out, "webhooks: service: %d deliveries in %s (%.0f/s), creates took %s\n", r.serviceN, r.serviceSpan.Round(time.Millisecond), r.serviceRate(), r.serviceCreate.Round(time.Millisecond))
-
-	// 3b. The baseline, on the same embedded server.
-	fmt.Fprintf(b.out, "webhooks: baseline: %d bare Temporal workflows (one POST activity each) on the same server ...\n", webhookThroughputN)
-	self, err := os.Executable()
-	if err != nil {
-		return r, err
-	}
-	bctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(bctx, self, "temporal-baseline",
-		"-addr", "127.0.0.1:"+env["RECORDHUB_TEMPORAL_PORT"], "-namespace", "default",
-		"-url", rcv.url("/baseline"), "-n", fmt.Sprint(webhookThroughputN), "-c", fmt.Sprint(webhookCreators))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	var br baselineResult
-	if err := json.Unmarshal(stdout.Bytes(), &br); err != nil {
-		return r, fmt.Errorf("temporal-baseline: %v %v: %s", runErr, err, lastLines(stderr.String(), 10))
-	}
-	if runErr != nil {
-		r.baselineNote = fmt.Sprintf("%d failed: %s", br.Failed, br.FirstErr)
-	}
-	rcv.mu.Lock()
-	ts = ts[:0]
-	for _, t := range rcv.baseline {
-		ts = append(ts, t)
-	}
-	rcv.mu.Unlock()
-	r.baselineN, r.baselineMiss, r.baselineSpan = len(ts), webhookThroughputN-len(ts), span(ts)
-	fmt.Fprintf(b.out, "webhooks: baseline: %d completions in %s (%.0f/s)\n", r.baselineN, r.baselineSpan.Round(time.Millisecond), r.baselineRate())
-	return r, nil
+	waitFor(ctx, len(ids), 60*time.Second, func() int { return len(t.rcv.arrivals(ids)) })
+	waitFor(ctx, n, 10*time.Second, func() int {
+		a, _ := svc.metric(ctx, metricAttempts)
+		return int(a - attempts0)
+	})
+	cpu1, _ := machineCPU()
+	arr := times(t.rcv.arrivals(ids))
+	tp.delivered, tp.span, tp.cpu = len(arr), span(arr), cpu1-cpu0
+	fmt.Fprintf(b.out, "webhooks: recordhub: %d deliveries in %s (%.1f/s), machine CPU %s per delivery; creates took %s\n", tp.delivered,
+		tp.span.Round(time.Millisecond), tp.rate(), ms(tp.cpuPer()), created.Round(time.Millisecond))
+	return tp, created, nil
 }
