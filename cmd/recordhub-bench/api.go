@@ -87,102 +87,132 @@ func (b *bench) bare(ctx context.Context, ping *process, l load, when string) (m
 	return m, nil
 }
 
+// dbStack is the service of one database's scenarios, with what it was
+// started with.
+type dbStack struct {
+	svc      *service
+	env      map[string]string
+	adminKey string
+	closers  []func()
+}
+
+// close stops what startDatabase started, the last started first.
+func (st *dbStack) close() {
+	for i := len(st.closers) - 1; i >= 0; i-- {
+		st.closers[i]()
+	}
+}
+
 // database runs every scenario against a fresh service on one database and
 // returns the measurements and the peak RSS over all of them.
 func (b *bench) database(ctx context.Context, bin, db string) ([]measurement, int64, error) {
-	dataDir := filepath.Join(b.work, db+"-data")
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, 0, err
-	}
-	adminKey := models.NewAPIKeySecret()
-	env := map[string]string{
-		"RECORDHUB_DATA_DIR":            dataDir,
-		"RECORDHUB_BOOTSTRAP_ADMIN_KEY": adminKey,
-		"DATABASE_URL":                  "",
-	}
-	var seedDB *dbHandle
-	if db == "postgres" {
-		h, err := freshPostgres(ctx, b.o.pgURL)
-		if err != nil {
-			return nil, 0, &skipError{err}
-		}
-		defer func() {
-			if err := h.drop(context.WithoutCancel(ctx)); err != nil {
-				fmt.Fprintf(b.out, "postgres: %v\n", err)
-			}
-		}()
-		env["DATABASE_URL"] = h.url
-		seedDB = h
-	}
-	var args []string
-	if b.o.role == "api" {
-		// The process under test runs the API alone; a second one holds
-		// the worker, the dispatcher and the Temporal server it talks to.
-		backendEnv := maps.Clone(env)
-		fmt.Fprintf(b.out, "%s: starting recordhub serve (worker and Temporal) ...\n", db)
-		backend, err := startService(ctx, bin, filepath.Join(b.work, db+"-backend.log"), backendEnv, false)
-		if err != nil {
-			return nil, 0, err
-		}
-		defer func() {
-			if err := backend.stop(40 * time.Second); err != nil {
-				fmt.Fprintf(b.out, "%s: stopping the backend: %v\n", db, err)
-			}
-		}()
-		env["TEMPORAL_ADDRESS"] = "127.0.0.1:" + backendEnv["RECORDHUB_TEMPORAL_PORT"]
-		args = []string{"--role", "api"}
-	}
-	fmt.Fprintf(b.out, "%s: starting recordhub serve %s...\n", db, strings.Join(append(args, ""), " "))
-	svcBin := bin
-	if b.o.role == "api" {
-		svcBin = b.apiBin
-	}
-	svc, err := startService(ctx, svcBin, filepath.Join(b.work, db+"-service.log"), env, len(b.o.profile) > 0, args...)
+	st, err := b.startDatabase(ctx, bin, db)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer func() {
-		if err := svc.stop(40 * time.Second); err != nil {
-			fmt.Fprintf(b.out, "%s: stopping recordhub: %v\n", db, err)
-		}
-	}()
-	if db == "sqlite" {
-		h, err := openSQLite(ctx, filepath.Join(dataDir, "recordhub.db"))
-		if err != nil {
-			return nil, 0, err
-		}
-		seedDB = h
-	}
-	defer seedDB.db.Close()
-
-	f, err := setUp(ctx, svc, adminKey)
+	defer st.close()
+	f, err := b.seed(ctx, db, st)
 	if err != nil {
 		return nil, 0, err
 	}
-	fmt.Fprintf(b.out, "%s: seeding %d records ...\n", db, b.o.records)
-	start := time.Now()
-	if f.recordID, err = seedRecords(ctx, seedDB.db, db == "postgres", f.listModule, b.o.records); err != nil {
-		return nil, 0, err
-	}
-	fmt.Fprintf(b.out, "%s: seeded in %s\n", db, time.Since(start).Round(100*time.Millisecond))
-	if err := checkSeed(ctx, svc, f, b.o.records); err != nil {
-		return nil, 0, err
-	}
-
 	var out []measurement
-	svc.rss.window()
+	st.svc.rss.window()
 	for _, sc := range scenarios {
-		m, err := b.scenario(ctx, svc, f, db, sc)
+		m, err := b.scenario(ctx, st.svc, f, db, sc)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", sc.name, err)
 		}
 		out = append(out, m)
 	}
 	// The list scenario must still see exactly the seeded records.
-	if err := checkSeed(ctx, svc, f, b.o.records); err != nil {
+	if err := checkSeed(ctx, st.svc, f, b.o.records); err != nil {
 		return nil, 0, fmt.Errorf("after the runs: %w", err)
 	}
-	return out, svc.rss.max.Load(), nil
+	return out, st.svc.rss.max.Load(), nil
+}
+
+// startDatabase starts the service under test on a fresh SQLite file or
+// PostgreSQL database (and, with -role api, the process holding its worker
+// and Temporal server).
+func (b *bench) startDatabase(ctx context.Context, bin, db string) (st *dbStack, err error) {
+	st = &dbStack{adminKey: models.NewAPIKeySecret()}
+	defer func() {
+		if err != nil {
+			st.close()
+		}
+	}()
+	dataDir := filepath.Join(b.work, db+"-data")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return st, err
+	}
+	st.env = map[string]string{
+		"RECORDHUB_DATA_DIR":            dataDir,
+		"RECORDHUB_BOOTSTRAP_ADMIN_KEY": st.adminKey,
+		// The bench opens the service's database with the same key.
+		"RECORDHUB_SECRET_KEY": newSecretKey(),
+		"DATABASE_URL":         "",
+	}
+	if db == "postgres" {
+		h, err := freshPostgres(ctx, b.o.pgURL)
+		if err != nil {
+			return st, &skipError{err}
+		}
+		st.closers = append(st.closers, func() {
+			if err := h.drop(context.WithoutCancel(ctx)); err != nil {
+				fmt.Fprintf(b.out, "postgres: %v\n", err)
+			}
+		})
+		st.env["DATABASE_URL"] = h.url
+	}
+	var args []string
+	svcBin := bin
+	if b.o.role == "api" {
+		// The process under test runs the API alone; a second one holds
+		// the worker, the dispatcher and the Temporal server it talks to.
+		backendEnv := maps.Clone(st.env)
+		fmt.Fprintf(b.out, "%s: starting recordhub serve (worker and Temporal) ...\n", db)
+		backend, err := startService(ctx, bin, filepath.Join(b.work, db+"-backend.log"), backendEnv, false)
+		if err != nil {
+			return st, err
+		}
+		st.closers = append(st.closers, func() { stopService(b.out, db+": the backend", backend) })
+		st.env["TEMPORAL_ADDRESS"] = "127.0.0.1:" + backendEnv["RECORDHUB_TEMPORAL_PORT"]
+		args, svcBin = []string{"--role", "api"}, b.apiBin
+	}
+	fmt.Fprintf(b.out, "%s: starting recordhub serve %s...\n", db, strings.Join(append(args, ""), " "))
+	if st.svc, err = startService(ctx, svcBin, filepath.Join(b.work, db+"-service.log"), st.env, len(b.o.profile) > 0, args...); err != nil {
+		return st, err
+	}
+	svc := st.svc
+	st.closers = append(st.closers, func() { stopService(b.out, db+": recordhub", svc) })
+	return st, nil
+}
+
+// seed creates the bench's key and modules through the API and the listed
+// module's records through the store, and checks what the API then shows.
+func (b *bench) seed(ctx context.Context, db string, st *dbStack) (fixture, error) {
+	f, err := setUp(ctx, st.svc, st.adminKey)
+	if err != nil {
+		return f, err
+	}
+	store, err := openServiceStore(ctx, st.env)
+	if err != nil {
+		return f, err
+	}
+	defer store.Close()
+	fmt.Fprintf(b.out, "%s: seeding %d records through the store ...\n", db, b.o.records)
+	start := time.Now()
+	if f.recordID, err = seedRecords(ctx, store, f.key, f.listModule, b.o.records); err != nil {
+		return f, err
+	}
+	fmt.Fprintf(b.out, "%s: seeded in %s (the outbox drained)\n", db, time.Since(start).Round(100*time.Millisecond))
+	if db == "postgres" {
+		// Fresh statistics, as autovacuum would gather them in production.
+		if err := analyze(ctx, st.env["DATABASE_URL"]); err != nil {
+			return f, err
+		}
+	}
+	return f, checkSeed(ctx, st.svc, f, b.o.records)
 }
 
 func (b *bench) scenario(ctx context.Context, svc *service, f fixture, db string, sc scenario) (measurement, error) {

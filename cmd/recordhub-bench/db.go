@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	"github.com/redis/go-redis/v9"
 )
 
@@ -23,21 +24,18 @@ type dbHandle struct {
 	name  string
 }
 
-// openSQLite opens the service's SQLite file with the service's settings;
-// the service must have created and migrated it.
-func openSQLite(ctx context.Context, path string) (*dbHandle, error) {
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
-		"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
+// analyze gathers the planner's statistics of every table of the
+// database at url, as autovacuum would after a bulk load.
+func analyze(ctx context.Context, url string) error {
+	db, err := sql.Open("pgx", url)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return err
 	}
-	db.SetMaxOpenConns(1)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "ANALYZE"); err != nil {
+		return fmt.Errorf("analyze: %w", err)
 	}
-	return &dbHandle{db: db}, nil
+	return nil
 }
 
 // freshPostgres creates an empty database on the server of serverURL, so
