@@ -6,16 +6,21 @@
 //
 // It builds ./cmd/recordhub, starts the bare handler and, for SQLite and
 // then PostgreSQL, `recordhub serve` as child processes on loopback ports,
-// seeds a module of 100,000 records and runs each scenario with
-// `hey -z 10s -c 50`. Run it with `make bench` from the repository root;
+// seeds a module of 100,000 records through the store and runs each
+// scenario with `hey -z 10s -c 50` (api.go). Then the webhook group
+// (webhooks.go): latency, and deliveries/s against two floors on the same
+// embedded Temporal server (floors.go: a bare workflow POSTing from an
+// activity, and from a local activity), with the machine's CPU per
+// delivery. Run it with `make bench` from the repository root;
 // `go run ./cmd/recordhub-bench -h` lists the flags.
 //
 // With -production (`make bench-production`) it runs only the production
 // group instead (production.go): recordhub built -tags noembedtemporal, one
 // API and N worker processes sharing PostgreSQL and Redis against a separate
 // Temporal server on PostgreSQL, a two-tenant burst, and the scale figures
-// (deliveries/s against bare workflows on the same server, exactly-once,
-// each worker's share, refused starts, tenant fairness).
+// (deliveries/s and CPU per delivery against both floors on the same
+// server, exactly-once, each worker's share, refused starts, tenant
+// fairness).
 package main
 
 import (
@@ -78,92 +83,111 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 		os.RemoveAll(work)
 	}()
 
+	b := &bench{o: o, out: stdout, work: work}
+	var missed int
 	if o.production {
-		fmt.Fprintf(stdout, "building ./cmd/recordhub -tags noembedtemporal ...\n")
-		bin, err := buildService(ctx, root, work, "recordhub", "noembedtemporal")
-		if err != nil {
-			return 1, err
-		}
-		b := &bench{o: o, out: stdout, work: work, bin: bin, apiBin: bin}
-		r, err := b.production(ctx)
-		if err != nil {
-			return 1, fmt.Errorf("production: %w", err)
-		}
-		if reportProduction(stdout, o, r) > 0 {
+		missed, err = b.runProduction(ctx, root)
+		if missed > 0 {
 			o.keep = true // the services' logs, for the misses
-			if o.strict {
-				return 3, nil
-			}
 		}
-		return 0, nil
+	} else {
+		missed, err = b.runEmbedded(ctx, root)
 	}
-	fmt.Fprintf(stdout, "building ./cmd/recordhub ...\n")
-	bin, err := buildService(ctx, root, work, "recordhub")
 	if err != nil {
 		return 1, err
 	}
-	b := &bench{o: o, out: stdout, work: work, bin: bin, apiBin: bin}
-	if o.role == "api" && len(o.databases) > 0 {
+	if missed > 0 && o.strict {
+		return 3, nil
+	}
+	return 0, nil
+}
+
+// runProduction builds the service as production images are and runs the
+// production group; it returns how many targets were missed.
+func (b *bench) runProduction(ctx context.Context, root string) (int, error) {
+	fmt.Fprintf(b.out, "building ./cmd/recordhub -tags noembedtemporal ...\n")
+	bin, err := buildService(ctx, root, b.work, "recordhub", "noembedtemporal")
+	if err != nil {
+		return 0, err
+	}
+	b.bin, b.apiBin = bin, bin
+	r, err := b.production(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("production: %w", err)
+	}
+	return reportProduction(b.out, b.o, r), nil
+}
+
+// runEmbedded builds the service as `make run` does and runs the API
+// scenarios on each database, then the webhook group; it returns how many
+// targets were missed.
+func (b *bench) runEmbedded(ctx context.Context, root string) (int, error) {
+	fmt.Fprintf(b.out, "building ./cmd/recordhub ...\n")
+	bin, err := buildService(ctx, root, b.work, "recordhub")
+	if err != nil {
+		return 0, err
+	}
+	b.bin, b.apiBin = bin, bin
+	if b.o.role == "api" && len(b.o.databases) > 0 {
 		// An API process runs as production images build it: without the
 		// embedded Temporal server, whose packages cost memory just by
 		// being linked in.
-		fmt.Fprintf(stdout, "building ./cmd/recordhub -tags noembedtemporal ...\n")
-		if b.apiBin, err = buildService(ctx, root, work, "recordhub-api", "noembedtemporal"); err != nil {
-			return 1, err
+		fmt.Fprintf(b.out, "building ./cmd/recordhub -tags noembedtemporal ...\n")
+		if b.apiBin, err = buildService(ctx, root, b.work, "recordhub-api", "noembedtemporal"); err != nil {
+			return 0, err
 		}
 	}
-	if len(o.databases) == 0 {
-		if !o.webhooks {
-			return 2, errors.New("nothing to run: -db is empty and -webhooks=false")
+	missed := 0
+	if len(b.o.databases) > 0 {
+		if missed, err = b.runAPI(ctx); err != nil {
+			return missed, err
 		}
-		missed := b.runWebhooks(ctx, bin)
-		if missed > 0 && o.strict {
-			return 3, nil
-		}
-		return 0, nil
 	}
+	if b.o.webhooks {
+		missed += b.runWebhooks(ctx, bin)
+	}
+	return missed, nil
+}
+
+// runAPI measures the bare handler, then every scenario on each database,
+// then the bare handler again, and prints the table; it returns how many
+// targets were missed.
+func (b *bench) runAPI(ctx context.Context) (int, error) {
 	ping, pingAddr, err := startPing(ctx)
 	if err != nil {
-		return 1, err
+		return 0, err
 	}
 	defer ping.stop(5 * time.Second)
 	bareLoad := load{URL: "http://" + pingAddr + "/ping"}
 
 	first, err := b.bare(ctx, ping, bareLoad, "before")
 	if err != nil {
-		return 1, err
+		return 0, err
 	}
 	var (
 		results []measurement
 		peaks   = map[string]int64{}
 		skipped []string
 	)
-	for _, db := range o.databases {
-		rs, peak, err := b.database(ctx, bin, db)
+	for _, db := range b.o.databases {
+		rs, peak, err := b.database(ctx, b.bin, db)
 		var skip *skipError
 		switch {
 		case errors.As(err, &skip):
-			fmt.Fprintf(stdout, "%s: skipped: %v\n", db, skip.err)
+			fmt.Fprintf(b.out, "%s: skipped: %v\n", db, skip.err)
 			skipped = append(skipped, db)
 			continue
 		case err != nil:
-			return 1, fmt.Errorf("%s: %w", db, err)
+			return 0, fmt.Errorf("%s: %w", db, err)
 		}
 		results = append(results, rs...)
 		peaks[db] = peak
 	}
 	last, err := b.bare(ctx, ping, bareLoad, "after")
 	if err != nil {
-		return 1, err
+		return 0, err
 	}
-	missed := report(stdout, o, first, last, results, peaks, skipped)
-	if o.webhooks {
-		missed += b.runWebhooks(ctx, bin)
-	}
-	if missed > 0 && o.strict {
-		return 3, nil
-	}
-	return 0, nil
+	return report(b.out, b.o, first, last, results, peaks, skipped), nil
 }
 
 type bench struct {

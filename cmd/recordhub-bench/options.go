@@ -98,6 +98,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.production && (len(o.prodWorkers) == 0 || o.burst < 2 || o.baselineN < 0) {
 		return o, errors.New("-production needs -workers (such as 1,2), -burst of at least 2 and -baseline-n of at least 0")
 	}
+	if !o.production && len(o.databases) == 0 && !o.webhooks {
+		return o, errors.New("nothing to run: -db is empty and -webhooks=false")
+	}
 	if o.role != "all" && o.role != "api" {
 		return o, fmt.Errorf("-role: unknown shape %q (all, api)", o.role)
 	}
