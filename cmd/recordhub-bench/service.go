@@ -85,36 +85,50 @@ func startService(ctx context.Context, bin, logPath string, env map[string]strin
 	}
 	s.process = &process{cmd: cmd, done: make(chan struct{}), rss: newRSSSampler(cmd.Process.Pid, 50*time.Millisecond)}
 	listening := make(chan string, 1)
-	go func() {
-		defer logFile.Close()
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			_, _ = logFile.Write(append(line, '\n'))
-			var entry struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal(line, &entry) == nil && entry.Msg == "recordhub listening" {
-				select {
-				case listening <- entry.Addr:
-				default:
-				}
+	go copyLog(stderr, logFile, listening)
+	go s.wait()
+	if err := s.waitReady(ctx, listening); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// copyLog copies the service's JSON log to logFile and sends the address
+// of its "recordhub listening" line to listening.
+func copyLog(stderr io.Reader, logFile *os.File, listening chan<- string) {
+	defer logFile.Close()
+	sc := bufio.NewScanner(stderr)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		_, _ = logFile.Write(append(line, '\n'))
+		var entry struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal(line, &entry) == nil && entry.Msg == "recordhub listening" {
+			select {
+			case listening <- entry.Addr:
+			default:
 			}
 		}
-	}()
-	go s.wait()
+	}
+}
+
+// waitReady waits for the service to listen and then to answer /readyz
+// with 200; it stops the service when it does not.
+func (s *service) waitReady(ctx context.Context, listening <-chan string) error {
+	logPath := s.logPath
 	select {
 	case s.addr = <-listening:
 	case <-s.done:
-		return nil, fmt.Errorf("recordhub serve exited before listening (%v); its log %s ends:\n%s", s.err, logPath, tailFile(logPath, 15))
+		return fmt.Errorf("recordhub serve exited before listening (%v); its log %s ends:\n%s", s.err, logPath, tailFile(logPath, 15))
 	case <-time.After(90 * time.Second):
 		_ = s.stop(5 * time.Second)
-		return nil, fmt.Errorf("recordhub serve did not listen within 90s; its log %s ends:\n%s", logPath, tailFile(logPath, 15))
+		return fmt.Errorf("recordhub serve did not listen within 90s; its log %s ends:\n%s", logPath, tailFile(logPath, 15))
 	case <-ctx.Done():
 		_ = s.stop(5 * time.Second)
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -122,12 +136,12 @@ func startService(ctx context.Context, bin, logPath string, env map[string]strin
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s, nil
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
 			_ = s.stop(5 * time.Second)
-			return nil, fmt.Errorf("recordhub is not ready after 30s (%v)", err)
+			return fmt.Errorf("recordhub is not ready after 30s (%v)", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -80,7 +80,7 @@ func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error)
 	if err := t.warmUp(ctx, svc, 5); err != nil {
 		return r, fmt.Errorf("warm-up: %w; the service's log is %s", err, svc.logPath)
 	}
-	if err := latencyRun(ctx, b, svc, t, &r); err != nil {
+	if err := b.latencyRun(ctx, svc, t, &r); err != nil {
 		return r, err
 	}
 	if r.service, r.serviceCreate, err = b.serviceThroughput(ctx, svc, t); err != nil {
@@ -121,7 +121,7 @@ func (b *bench) startWebhookService(ctx context.Context, bin string) (*service, 
 
 // latencyRun creates webhookRate records a second for webhookRateFor and
 // measures each create's response to the receiver's first request.
-func latencyRun(ctx context.Context, b *bench, svc *service, t prodTenant, r *webhookResult) error {
+func (b *bench) latencyRun(ctx context.Context, svc *service, t prodTenant, r *webhookResult) error {
 	fmt.Fprintf(b.out, "webhooks: change → delivery latency, %d changes/s for %s ...\n", webhookRate, webhookRateFor)
 	var (
 		mu    sync.Mutex
