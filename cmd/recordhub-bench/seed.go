@@ -149,7 +149,7 @@ func settleEvents(ctx context.Context, store *models.Store, m *models.Module) er
 			}
 		}
 		if len(ids) == 0 {
-			return nil // what is left is not the seed's: the dispatcher's
+			return nil // what is left is not these records': the dispatcher's
 		}
 		if err := store.MarkDispatched(ctx, ids); err != nil {
 			return fmt.Errorf("seed: %w", err)
