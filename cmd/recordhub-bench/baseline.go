@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -50,7 +51,8 @@ func baselinePost(ctx context.Context, url, id string) error {
 	return nil
 }
 
-// baselineWorkflow runs baselinePost once (with the SDK's default retries).
+// baselineWorkflow runs baselinePost once as an activity (with the SDK's
+// default retries): the one-activity floor.
 func baselineWorkflow(ctx workflow.Context, url string) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Second,
@@ -59,6 +61,20 @@ func baselineWorkflow(ctx workflow.Context, url string) error {
 	return workflow.ExecuteActivity(ctx, baselinePost, url, workflow.GetInfo(ctx).WorkflowExecution.ID).Get(ctx, nil)
 }
 
+// baselineLocalWorkflow runs baselinePost once as a local activity, inside
+// the workflow task: no activity events, timers or second workflow task to
+// persist. It is the cheapest floor of a workflow per delivery.
+func baselineLocalWorkflow(ctx workflow.Context, url string) error {
+	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	return workflow.ExecuteLocalActivity(ctx, baselinePost, url, workflow.GetInfo(ctx).WorkflowExecution.ID).Get(ctx, nil)
+}
+
+// The floors' workflow types, by -local.
+var baselineTypes = map[bool]string{false: "BenchBaseline", true: "BenchBaselineLocal"}
+
 // baselineResult is what the temporal-baseline sub-command prints on stdout.
 type baselineResult struct {
 	Started   int    `json:"started"`
@@ -66,31 +82,51 @@ type baselineResult struct {
 	Failed    int    `json:"failed"`
 	FirstErr  string `json:"first_error,omitempty"`
 	Elapsed   string `json:"elapsed"`
+	// MachineCPU is the whole machine's CPU time from the first start to
+	// the last completion, in nanoseconds (see machineCPU).
+	MachineCPU int64 `json:"machine_cpu_ns"`
 }
 
-// runBaseline is the `temporal-baseline` sub-command: the floor the
-// service's delivery rate is compared with. It connects to the given
-// Temporal frontend (the service's embedded server), runs a worker of its
-// own on its own task queue, starts n workflows whose single activity POSTs
-// 1 KB to url, waits for them and prints a baselineResult.
-func runBaseline(args []string) int {
+// baselineArgs are the temporal-baseline sub-command's flags.
+type baselineArgs struct {
+	addr, namespace, url string
+	n, conc              int
+	local                bool
+}
+
+func parseBaselineArgs(args []string) (baselineArgs, error) {
+	var a baselineArgs
 	fs := flag.NewFlagSet("temporal-baseline", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:7233", "Temporal frontend host:port")
-	ns := fs.String("namespace", "default", "Temporal namespace")
-	url := fs.String("url", "", "receiver URL the activity POSTs to")
-	n := fs.Int("n", 600, "workflows to start")
-	conc := fs.Int("c", 16, "concurrent starters")
+	fs.StringVar(&a.addr, "addr", "127.0.0.1:7233", "Temporal frontend host:port")
+	fs.StringVar(&a.namespace, "namespace", "default", "Temporal namespace")
+	fs.StringVar(&a.url, "url", "", "receiver URL the activity POSTs to")
+	fs.IntVar(&a.n, "n", 600, "workflows to start")
+	fs.IntVar(&a.conc, "c", 16, "concurrent starters")
+	fs.BoolVar(&a.local, "local", false, "POST from a local activity instead of an activity")
 	if err := fs.Parse(args); err != nil {
+		return a, err
+	}
+	if a.url == "" || a.n < 1 || a.conc < 1 {
+		return a, errors.New("-url is required, -n and -c at least 1")
+	}
+	return a, nil
+}
+
+// runBaseline is the `temporal-baseline` sub-command: a floor the
+// service's delivery rate is compared with. It connects to the given
+// Temporal frontend (the service's server), runs a worker of its own on its
+// own task queue, starts n workflows whose single step (an activity, or a
+// local activity with -local) POSTs 1 KB to url, waits for them and prints
+// a baselineResult.
+func runBaseline(args []string) int {
+	a, err := parseBaselineArgs(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "temporal-baseline:", err)
 		return 2
 	}
-	if *url == "" || *n < 1 || *conc < 1 {
-		fmt.Fprintln(os.Stderr, "temporal-baseline: -url is required, -n and -c at least 1")
-		return 2
-	}
-	ctx := context.Background()
 	c, err := client.Dial(client.Options{
-		HostPort:  *addr,
-		Namespace: *ns,
+		HostPort:  a.addr,
+		Namespace: a.namespace,
 		Logger:    sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	})
 	if err != nil {
@@ -103,7 +139,8 @@ func runBaseline(args []string) int {
 		MaxConcurrentWorkflowTaskPollers: 32,
 		MaxConcurrentActivityTaskPollers: 8,
 	})
-	w.RegisterWorkflowWithOptions(baselineWorkflow, workflow.RegisterOptions{Name: "BenchBaseline"})
+	w.RegisterWorkflowWithOptions(baselineWorkflow, workflow.RegisterOptions{Name: baselineTypes[false]})
+	w.RegisterWorkflowWithOptions(baselineLocalWorkflow, workflow.RegisterOptions{Name: baselineTypes[true]})
 	w.RegisterActivity(baselinePost)
 	if err := w.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "temporal-baseline: start worker:", err)
@@ -114,72 +151,77 @@ func runBaseline(args []string) int {
 	// arrival, not here.
 	fmt.Fprintln(os.Stderr, "temporal-baseline: worker started on", queue)
 
-	var (
-		res    baselineResult
-		mu     sync.Mutex
-		next   atomic.Int64
-		wg     sync.WaitGroup
-		start  = time.Now()
-		prefix = queue + "-"
-		runs   []client.WorkflowRun
-		record = func(ok bool, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if ok {
-				res.Completed++
-				return
-			}
-			res.Failed++
-			if res.FirstErr == "" && err != nil {
-				res.FirstErr = err.Error()
-			}
-		}
-	)
-	for range *conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(*n) {
-					return
-				}
-				run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-					ID:                       prefix + strconv.FormatInt(i, 10),
-					TaskQueue:                queue,
-					EnableEagerStart:         true,
-					WorkflowExecutionTimeout: time.Minute,
-				}, "BenchBaseline", *url)
-				if err != nil {
-					record(false, err)
-					continue
-				}
-				mu.Lock()
-				res.Started++
-				runs = append(runs, run)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	// Every workflow is started before any result is waited for, as the
-	// service's dispatcher starts one per event without waiting.
-	sem := make(chan struct{}, 64)
-	for _, run := range runs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			err := run.Get(ctx, nil)
-			record(err == nil, err)
-		}()
-	}
-	wg.Wait()
-	res.Elapsed = time.Since(start).Round(time.Millisecond).String()
+	res := startAndWait(context.Background(), c, queue, a)
 	_ = json.NewEncoder(os.Stdout).Encode(res)
 	if res.Failed > 0 {
 		return 1
 	}
 	return 0
+}
+
+// baselineTally counts outcomes from several goroutines.
+type baselineTally struct {
+	mu  sync.Mutex
+	res baselineResult
+}
+
+func (t *baselineTally) add(ok bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ok {
+		t.res.Completed++
+		return
+	}
+	t.res.Failed++
+	if t.res.FirstErr == "" && err != nil {
+		t.res.FirstErr = err.Error()
+	}
+}
+
+// startAndWait starts a.n workflows, a.conc at a time, then waits for them
+// all, as the service's dispatcher starts one per event without waiting.
+func startAndWait(ctx context.Context, c client.Client, queue string, a baselineArgs) baselineResult {
+	var (
+		t     baselineTally
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		runs  []client.WorkflowRun
+		start = time.Now()
+	)
+	cpu0, _ := machineCPU()
+	for range a.conc {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(a.n); i = next.Add(1) {
+				run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+					ID:                       queue + "-" + strconv.FormatInt(i, 10),
+					TaskQueue:                queue,
+					EnableEagerStart:         true,
+					WorkflowExecutionTimeout: time.Minute,
+				}, baselineTypes[a.local], a.url)
+				if err != nil {
+					t.add(false, err)
+					continue
+				}
+				t.mu.Lock()
+				t.res.Started++
+				runs = append(runs, run)
+				t.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	sem := make(chan struct{}, 64)
+	for _, run := range runs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			err := run.Get(ctx, nil)
+			t.add(err == nil, err)
+		})
+	}
+	wg.Wait()
+	cpu1, _ := machineCPU()
+	t.res.MachineCPU = int64(cpu1 - cpu0)
+	t.res.Elapsed = time.Since(start).Round(time.Millisecond).String()
+	return t.res
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net/url"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/redis/go-redis/v9"
 )
 
 // dbHandle is the bench's own connection to the service's database, for
@@ -20,21 +24,18 @@ type dbHandle struct {
 	name  string
 }
 
-// openSQLite opens the service's SQLite file with the service's settings;
-// the service must have created and migrated it.
-func openSQLite(ctx context.Context, path string) (*dbHandle, error) {
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
-		"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
+// analyze gathers the planner's statistics of every table of the
+// database at url, as autovacuum would after a bulk load.
+func analyze(ctx context.Context, url string) error {
+	db, err := sql.Open("pgx", url)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return err
 	}
-	db.SetMaxOpenConns(1)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "ANALYZE"); err != nil {
+		return fmt.Errorf("analyze: %w", err)
 	}
-	return &dbHandle{db: db}, nil
+	return nil
 }
 
 // freshPostgres creates an empty database on the server of serverURL, so
@@ -92,4 +93,44 @@ func redact(raw string) string {
 		return "(unparsable url)"
 	}
 	return u.Redacted()
+}
+
+// withDatabase returns a PostgreSQL URL naming another database on the same
+// server.
+func withDatabase(rawURL, db string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", fmt.Errorf("-pg: %w", err)
+	}
+	u.Path = "/" + db
+	return u.String(), nil
+}
+
+// pingRedis checks that the Redis the services will share answers.
+func pingRedis(ctx context.Context, rawURL string) error {
+	opt, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return fmt.Errorf("-redis: %w", err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		return fmt.Errorf("redis at %s does not answer: %w", redact(rawURL), err)
+	}
+	return nil
+}
+
+// newSecretKey is a RECORDHUB_SECRET_KEY: 32 random bytes, base64.
+func newSecretKey() string {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	return base64.StdEncoding.EncodeToString(k)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

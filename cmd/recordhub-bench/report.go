@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -105,4 +106,25 @@ func mb(b int64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f MB", float64(b)/1e6)
+}
+
+func sum(xs []float64) float64 {
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
+
+// durations prints latencies in milliseconds, "never" for -1.
+func durations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		if d < 0 {
+			parts[i] = "never"
+		} else {
+			parts[i] = strconv.FormatInt(d.Milliseconds(), 10)
+		}
+	}
+	return strings.Join(parts, ", ") + " ms"
 }

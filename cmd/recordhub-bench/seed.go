@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"strings"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
-
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // the "sqlite" driver the service uses
 
 	"github.com/recordhub/recordhub/models"
 )
@@ -62,96 +60,119 @@ func setUp(ctx context.Context, s *service, adminKey string) (fixture, error) {
 	return f, nil
 }
 
-// seedRecords inserts n records into the module straight into the
-// database, in batches, with the columns and values the store writes
-// (models.CreateRecord) and the module's counter raised by as many, since
-// list totals are read from module_record_counts. Through the API the same
-// rows would take minutes. It returns the id of the record in the middle.
-func seedRecords(ctx context.Context, db *sql.DB, postgres bool, moduleID string, n int) (string, error) {
-	var tenantID string
-	q := "SELECT tenant_id FROM modules WHERE id = ?"
-	if postgres {
-		q = "SELECT tenant_id FROM modules WHERE id = $1"
+// seedConcurrency is the store's concurrent creates while seeding: on
+// SQLite they share commits, on PostgreSQL they use as many connections.
+const seedConcurrency = 16
+
+// openServiceStore opens the service's database through the store, as the
+// service does: DATABASE_URL, else the SQLite file in its data directory,
+// with the secret key it was given. The service has migrated it.
+func openServiceStore(ctx context.Context, env map[string]string) (*models.Store, error) {
+	key, err := models.ParseSecretKey(env["RECORDHUB_SECRET_KEY"])
+	if err != nil {
+		return nil, fmt.Errorf("bench secret key: %w", err)
 	}
-	if err := db.QueryRowContext(ctx, q, moduleID).Scan(&tenantID); err != nil {
-		return "", fmt.Errorf("module %s: %w", moduleID, err)
+	box, err := models.NewSecretBox(key)
+	if err != nil {
+		return nil, err
 	}
-	const (
-		perStatement = 500 // 8 columns: 4,000 parameters, under both databases' limits
-		perTx        = 10_000
-		columns      = 8
-	)
-	fields := `{"amount":42,"done":false,"title":"seeded record"}`
-	custom := `{"source":"recordhub-bench"}`
-	var middle string
-	for done := 0; done < n; {
-		txRows := min(perTx, n-done)
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return "", fmt.Errorf("seed: %w", err)
-		}
-		for inTx := 0; inTx < txRows; {
-			rows := min(perStatement, txRows-inTx)
-			var sb strings.Builder
-			sb.WriteString("INSERT INTO records (id, tenant_id, module_id, fields, custom_data, version, created_at, updated_at) VALUES ")
-			args := make([]any, 0, rows*columns)
-			for i := range rows {
-				if i > 0 {
-					sb.WriteByte(',')
-				}
-				sb.WriteString(placeholders(postgres, len(args), columns))
-				// The store's clock: UTC, whole microseconds.
-				now := time.Now().UTC().Truncate(time.Microsecond)
-				id := models.NewID(models.PrefixRecord)
-				if done+inTx+i == n/2 {
-					middle = id
-				}
-				args = append(args, id, tenantID, moduleID, fields, custom, 1, now, now)
-			}
-			if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
-				_ = tx.Rollback()
-				return "", fmt.Errorf("seed records: %w", err)
-			}
-			inTx += rows
-		}
-		count := `INSERT INTO module_record_counts (module_id, shard, count) VALUES (?, 0, ?)
-			ON CONFLICT (module_id, shard) DO UPDATE SET count = module_record_counts.count + excluded.count`
-		if postgres {
-			count = strings.Replace(strings.Replace(count, "?", "$1", 1), "?", "$2", 1)
-		}
-		if _, err := tx.ExecContext(ctx, count, moduleID, txRows); err != nil {
-			_ = tx.Rollback()
-			return "", fmt.Errorf("seed record count: %w", err)
-		}
-		if err := tx.Commit(); err != nil {
-			return "", fmt.Errorf("seed: commit: %w", err)
-		}
-		done += txRows
+	opts := models.Options{SecretBox: box, MaxOpenConns: seedConcurrency}
+	if u := env["DATABASE_URL"]; u != "" {
+		return models.OpenPostgres(ctx, u, opts)
 	}
-	if postgres {
-		// Fresh statistics, as autovacuum would gather them in production.
-		if _, err := db.ExecContext(ctx, "ANALYZE records"); err != nil {
-			return "", fmt.Errorf("analyze: %w", err)
-		}
-	}
-	return middle, nil
+	return models.OpenSQLite(ctx, filepath.Join(env["RECORDHUB_DATA_DIR"], "recordhub.db"), opts)
 }
 
-func placeholders(postgres bool, first, n int) string {
-	var sb strings.Builder
-	sb.WriteByte('(')
-	for i := range n {
-		if i > 0 {
-			sb.WriteByte(',')
+// seedRecords creates n records in the module of the key's tenant through
+// the store, as the API would (each with its record_created event and its
+// count), seedConcurrency at a time, then settles their events
+// (settleEvents). It returns the id of the record created in the middle.
+func seedRecords(ctx context.Context, store *models.Store, key, moduleID string, n int) (string, error) {
+	k, err := store.Authenticate(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("seed: bench key: %w", err)
+	}
+	m, err := store.GetModule(ctx, k.TenantID, moduleID)
+	if err != nil {
+		return "", fmt.Errorf("seed: module %s: %w", moduleID, err)
+	}
+	var (
+		next   atomic.Int64
+		middle atomic.Value
+		errs   = make(chan error, seedConcurrency)
+		wg     sync.WaitGroup
+	)
+	for range seedConcurrency {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				r, err := store.CreateRecord(ctx, m, map[string]any{"title": "seeded record", "amount": 42, "done": false},
+					map[string]any{"source": "recordhub-bench"})
+				if err != nil {
+					errs <- fmt.Errorf("seed record %d: %w", i, err)
+					return
+				}
+				if i == int64(n/2)+1 {
+					middle.Store(r.ID)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return "", err
+	}
+	id, _ := middle.Load().(string)
+	return id, settleEvents(ctx, store, m)
+}
+
+// settleEvents marks the module's pending record_created events
+// dispatched, which is what the service's dispatcher does with an event no
+// endpoint subscribes to, a claim of a few hundred at a time: for 100,000
+// seeded records that took minutes on PostgreSQL, during which the
+// scenarios could not start. With an endpoint subscribed it leaves the
+// events to the dispatcher, which must deliver them.
+func settleEvents(ctx context.Context, store *models.Store, m *models.Module) error {
+	eps, err := store.SubscribedEndpoints(ctx, m.TenantID, models.EventRecordCreated, m.ID)
+	if err != nil || len(eps) > 0 {
+		return err
+	}
+	for {
+		evs, err := store.PendingEvents(ctx, 1000)
+		if err != nil {
+			return fmt.Errorf("seed: %w", err)
 		}
-		if postgres {
-			fmt.Fprintf(&sb, "$%d", first+i+1)
-		} else {
-			sb.WriteByte('?')
+		var ids []string
+		for _, ev := range evs {
+			if ev.TenantID == m.TenantID && ev.ModuleID == m.ID && ev.Type == models.EventRecordCreated {
+				ids = append(ids, ev.ID)
+			}
+		}
+		if len(ids) == 0 {
+			return nil // what is left is not these records': the dispatcher's
+		}
+		if err := store.MarkDispatched(ctx, ids); err != nil {
+			return fmt.Errorf("seed: %w", err)
 		}
 	}
-	sb.WriteByte(')')
-	return sb.String()
+}
+
+// waitOutboxDrained waits until no event waits in the outbox.
+func waitOutboxDrained(ctx context.Context, store *models.Store, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		n, _, err := store.EventBacklog(ctx)
+		if err != nil {
+			return fmt.Errorf("seed: outbox: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("seed: %d events still in the outbox after %s", n, limit)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // checkSeed asks the API what a client would see: the exact total on page

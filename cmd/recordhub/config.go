@@ -67,6 +67,10 @@ type Config struct {
 	// Tracing is read from the standard OTEL_* variables; off unless an
 	// OTLP endpoint is set.
 	Tracing TracingConfig
+
+	// PprofAddr is where the Go profiler is served (RECORDHUB_PPROF_ADDR);
+	// empty, the default: nowhere.
+	PprofAddr string
 }
 
 // configFromEnv reads the configuration through lookupEnv (os.LookupEnv),
@@ -89,6 +93,7 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 		TemporalNamespace: envOr(getenv, "TEMPORAL_NAMESPACE", "default"),
 		TemporalTaskQueue: envOr(getenv, "RECORDHUB_TEMPORAL_TASK_QUEUE", workflows.DefaultTaskQueue),
 		TemporalUIAddr:    envOr(getenv, "RECORDHUB_TEMPORAL_UI_ADDR", "127.0.0.1:8233"),
+		PprofAddr:         getenv("RECORDHUB_PPROF_ADDR"),
 	}
 	if v, ok := lookupEnv("RECORDHUB_TEMPORAL_UI_ADDR"); ok {
 		c.TemporalUIAddr = v // an explicit empty string turns the UI off
@@ -156,6 +161,11 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 	}
 	if q := c.TemporalTaskQueue; !utf8.ValidString(q) || len(q) > 200 || strings.TrimSpace(q) != q {
 		errs = append(errs, "RECORDHUB_TEMPORAL_TASK_QUEUE must be a task queue name of at most 200 bytes, without surrounding spaces")
+	}
+	if c.PprofAddr != "" {
+		if err := checkPprofAddr(c.PprofAddr); err != nil {
+			errs = append(errs, err.Error())
+		}
 	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {

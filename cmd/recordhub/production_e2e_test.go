@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/base64"
@@ -17,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/common"
@@ -122,38 +124,38 @@ func (d *deliveries) doubled() map[string]int {
 	return out
 }
 
-// metrics reads the counters of a worker's /metrics whose names start with
-// prefix, by their full series name ("name{labels}").
-func metrics(t *testing.T, base, prefix string) map[string]float64 {
+// metrics reads a worker's /metrics, by metric name.
+func metrics(t *testing.T, base string) map[string]*dto.MetricFamily {
 	t.Helper()
 	res, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(res.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("metric line %q: %v", line, err)
-		}
-		out[line[:i]] = v
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(res.Body)
+	if err != nil {
+		t.Fatalf("%s/metrics: %v", base, err)
 	}
-	return out
+	return mfs
 }
 
-func sumOf(m map[string]float64) float64 {
-	var s float64
-	for _, v := range m {
-		s += v
+// counter is the counter of mf whose labels hold every name=value pair of
+// labels, summed over the samples that match (all of them without labels).
+func counter(mf *dto.MetricFamily, labels map[string]string) float64 {
+	var sum float64
+	for _, m := range mf.GetMetric() {
+		matched := 0
+		for _, l := range m.GetLabel() {
+			if v, ok := labels[l.GetName()]; ok && v == l.GetValue() {
+				matched++
+			}
+		}
+		if matched == len(labels) {
+			sum += m.GetCounter().GetValue()
+		}
 	}
-	return s
+	return sum
 }
 
 // namespaceID is the id of srv's namespace, which workflow ids hash to
@@ -228,10 +230,11 @@ func TestProductionShape(t *testing.T) {
 	}
 	var attempts, started, refused []float64
 	for _, w := range workers {
-		attempts = append(attempts, sumOf(metrics(t, w, "recordhub_webhook_attempts_total")))
-		starts := metrics(t, w, "recordhub_webhook_workflow_starts_total")
-		started = append(started, starts[`recordhub_webhook_workflow_starts_total{result="started"}`])
-		refused = append(refused, starts[`recordhub_webhook_workflow_starts_total{result="already_started"}`])
+		m := metrics(t, w)
+		attempts = append(attempts, counter(m["recordhub_webhook_attempts_total"], nil))
+		starts := m["recordhub_webhook_workflow_starts_total"]
+		started = append(started, counter(starts, map[string]string{"result": "started"}))
+		refused = append(refused, counter(starts, map[string]string{"result": "already_started"}))
 	}
 	t.Logf("attempts per worker %v, starts %v, refused %v", attempts, started, refused)
 	if total := attempts[0] + attempts[1]; total != n {

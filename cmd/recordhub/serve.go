@@ -62,6 +62,12 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		}
 	}()
 
+	stopPprof, err := servePprof(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
+
 	store, err := openStore(ctx, cfg, cfg.AutoMigrate)
 	if err != nil {
 		return err

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// options are the command line's.
+type options struct {
+	duration  time.Duration
+	workers   int
+	records   int
+	databases []string
+	pgURL     string
+	profile   map[string]bool // scenarios to profile
+	keep      bool
+	strict    bool
+	webhooks  bool
+	webhookN  int // records (and workflows of each floor) in the webhook throughput run
+	// role is the shape of the measured process: "all", or "api" against
+	// a second process holding the worker and the embedded Temporal server.
+	role string
+
+	// The production group's (-production).
+	production  bool
+	prodWorkers []int // worker process counts, one configuration each
+	burst       int   // tenant A's records
+	baselineN   int   // bare workflows; 0: burst
+	redisURL    string
+}
+
+const defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("recordhub-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.DurationVar(&o.duration, "z", 10*time.Second, "how long hey loads each scenario (hey -z)")
+	fs.IntVar(&o.workers, "c", 50, "concurrent hey workers (hey -c)")
+	fs.IntVar(&o.records, "records", 100_000, "records in the listed module")
+	dbs := fs.String("db", "sqlite,postgres", "databases to run, comma-separated")
+	fs.StringVar(&o.pgURL, "pg", defaultPostgresURL, "PostgreSQL server in which a fresh database is created and dropped")
+	profile := fs.String("profile", "", "take CPU and allocation profiles of the service during these scenarios (comma-separated: get, post, list); the service then runs with its profiler on (RECORDHUB_PPROF_ADDR), which the figures of that run include, and the work directory is kept")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, service logs, hey output)")
+	fs.BoolVar(&o.webhooks, "webhooks", true, "run the webhook group (SQLite, embedded Temporal): idle RSS, change-to-delivery latency, deliveries/s against bare Temporal workflows; -db '' runs it alone")
+	fs.IntVar(&o.webhookN, "webhook-n", 600, "records in the webhook group's throughput run, and workflows in each floor run on the same server")
+	fs.BoolVar(&o.strict, "strict", false, "exit with status 3 when a target is missed")
+	fs.BoolVar(&o.production, "production", false, "run only the production group: recordhub built -tags noembedtemporal, serve --role api and -workers worker processes on PostgreSQL (-pg) and Redis (-redis) against a separate Temporal server on PostgreSQL; a two-tenant burst; deliveries/s against bare workflows, exactly-once, worker shares, refused starts, tenant fairness")
+	prodWorkers := fs.String("workers", "1,2", "with -production: worker process counts to measure, comma-separated, one configuration each")
+	fs.IntVar(&o.burst, "burst", 2000, "with -production: records tenant A creates, 16 at a time")
+	fs.IntVar(&o.baselineN, "baseline-n", 0, "with -production: workflows in each floor run (bare one-activity and local-activity workflows on the same server; 0: -burst)")
+	fs.StringVar(&o.redisURL, "redis", "redis://127.0.0.1:6379/15", "with -production: the Redis the service processes share")
+	fs.StringVar(&o.role, "role", "all", "shape of the measured process: all (API, worker, dispatcher and the embedded Temporal server in one process), or api (serve --role api, built -tags noembedtemporal as production images are, against a second process, role all, that holds the worker and the embedded Temporal server; every figure, RSS included, is the API process's)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: recordhub-bench [flags]\n\nLoad-tests recordhub against a bare Gin handler with hey; see the package doc.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for d := range strings.SplitSeq(*dbs, ",") {
+		switch d = strings.TrimSpace(d); d {
+		case "sqlite", "postgres":
+			o.databases = append(o.databases, d)
+		case "":
+		default:
+			return o, fmt.Errorf("-db: unknown database %q (sqlite, postgres)", d)
+		}
+	}
+	o.profile = map[string]bool{}
+	for p := range strings.SplitSeq(*profile, ",") {
+		switch p = strings.TrimSpace(p); p {
+		case "get", "post", "list":
+			o.profile[p] = true
+		case "":
+		default:
+			return o, fmt.Errorf("-profile: unknown scenario %q (get, post, list)", p)
+		}
+	}
+	for w := range strings.SplitSeq(*prodWorkers, ",") {
+		if w = strings.TrimSpace(w); w == "" {
+			continue
+		}
+		n, err := strconv.Atoi(w)
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("-workers: %q is not a worker count", w)
+		}
+		o.prodWorkers = append(o.prodWorkers, n)
+	}
+	if o.production && (len(o.prodWorkers) == 0 || o.burst < 2 || o.baselineN < 0) {
+		return o, errors.New("-production needs -workers (such as 1,2), -burst of at least 2 and -baseline-n of at least 0")
+	}
+	if !o.production && len(o.databases) == 0 && !o.webhooks {
+		return o, errors.New("nothing to run: -db is empty and -webhooks=false")
+	}
+	if o.role != "all" && o.role != "api" {
+		return o, fmt.Errorf("-role: unknown shape %q (all, api)", o.role)
+	}
+	if o.duration < time.Second || o.workers < 1 || o.records < 1 || o.webhookN < 2 {
+		return o, errors.New("-z must be at least 1s, -c and -records at least 1, -webhook-n at least 2")
+	}
+	if len(o.profile) > 0 {
+		o.keep = true
+	}
+	return o, nil
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// receiver is the webhooks' endpoint, in the bench's process: it answers
+// 204 and keeps the first arrival of every delivery, by the record the
+// event is about (service deliveries on /hook) or by X-Bench-Id (the
+// baseline's, on /baseline).
+type receiver struct {
+	mu       sync.Mutex
+	records  map[string]time.Time // record id → first arrival
+	events   map[string]bool      // X-Webhook-Id seen
+	baseline map[string]time.Time
+	requests atomic.Int64
+	srv      *http.Server
+	addr     string
+}
+
+func startReceiver() (*receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &receiver{records: map[string]time.Time{}, events: map[string]bool{}, baseline: map[string]time.Time{}, addr: ln.Addr().String()}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = r.srv.Serve(ln) }()
+	return r, nil
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	now := time.Now()
+	r.requests.Add(1)
+	body, _ := io.ReadAll(req.Body)
+	switch req.URL.Path {
+	case "/hook":
+		var ev struct {
+			Record struct {
+				ID string `json:"id"`
+			} `json:"record"`
+		}
+		_ = json.Unmarshal(body, &ev)
+		id := req.Header.Get("X-Webhook-Id")
+		r.mu.Lock()
+		r.events[id] = true
+		if _, seen := r.records[ev.Record.ID]; !seen && ev.Record.ID != "" {
+			r.records[ev.Record.ID] = now
+		}
+		r.mu.Unlock()
+	case "/baseline":
+		id := req.Header.Get("X-Bench-Id")
+		r.mu.Lock()
+		if _, seen := r.baseline[id]; !seen && id != "" {
+			r.baseline[id] = now
+		}
+		r.mu.Unlock()
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (r *receiver) url(path string) string { return "http://" + r.addr + path }
+
+// arrivals returns the first arrival of each record in ids that has one.
+func (r *receiver) arrivals(ids []string) map[string]time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]time.Time, len(ids))
+	for _, id := range ids {
+		if t, ok := r.records[id]; ok {
+			out[id] = t
+		}
+	}
+	return out
+}
+
+// waitFor waits until count() reaches n or the limit passes.
+func waitFor(ctx context.Context, n int, limit time.Duration, count func() int) {
+	deadline := time.Now().Add(limit)
+	for count() < n && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitProgress waits until count() reaches n, or it has not grown for
+// stall, or ctx ends.
+func waitProgress(ctx context.Context, n int, stall time.Duration, count func() int) {
+	last, since := count(), time.Now()
+	for last < n && time.Since(since) < stall && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+		if c := count(); c != last {
+			last, since = c, time.Now()
+		}
+	}
+}
+
+// span returns the first and last of ts.
+func span(ts []time.Time) time.Duration {
+	if len(ts) < 2 {
+		return 0
+	}
+	lo, hi := ts[0], ts[0]
+	for _, t := range ts[1:] {
+		if t.Before(lo) {
+			lo = t
+		}
+		if t.After(hi) {
+			hi = t
+		}
+	}
+	return hi.Sub(lo)
+}
+
+func rate(n int, span time.Duration) float64 {
+	if n < 2 || span <= 0 {
+		return 0
+	}
+	return float64(n-1) / span.Seconds()
+}
+
+// percentile of sorted ds, nearest rank.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	i := int(float64(len(ds))*p+0.999999) - 1
+	return ds[min(max(i, 0), len(ds)-1)]
+}
+
+// baselineArrivals returns the first arrival of every floor workflow.
+func (r *receiver) baselineArrivals() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]time.Time, 0, len(r.baseline))
+	for _, t := range r.baseline {
+		out = append(out, t)
+	}
+	return out
+}
+
+// times returns the values of arrivals.
+func times(arrivals map[string]time.Time) []time.Time {
+	out := make([]time.Time, 0, len(arrivals))
+	for _, t := range arrivals {
+		out = append(out, t)
+	}
+	return out
+}
+
+// delivered is how many record deliveries have arrived, by record.
+func (r *receiver) delivered() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.records)
+}
