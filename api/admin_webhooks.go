@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -38,6 +39,9 @@ type endpointJSON struct {
 	// Modules names the modules of ModuleIDs that still exist, so that a
 	// reader (the console) shows names without a second call.
 	Modules []moduleRefJSON `json:"modules"`
+	// Headers names the custom headers, each value masked; the headers
+	// route answers them in clear.
+	Headers map[string]string `json:"headers"`
 }
 
 // moduleRefJSON names a module where another object refers to it.
@@ -161,6 +165,7 @@ func endpointOut(e *models.WebhookEndpoint, now time.Time) endpointJSON {
 	if out.ModuleIDs == nil {
 		out.ModuleIDs = []string{}
 	}
+	out.Headers = maskedHeaders(e.HeaderNames)
 	if e.PreviousSecret != nil && e.PreviousSecretExpiresAt != nil && e.PreviousSecretExpiresAt.After(now) {
 		out.PreviousSecretExpiresAt = e.PreviousSecretExpiresAt
 	}
@@ -175,10 +180,16 @@ type endpointInput struct {
 	RetryMax    *int      `json:"retry_max"`
 	Enabled     *bool     `json:"enabled"`
 	Secret      *string   `json:"secret"`
+	// Headers: absent, null or an object; see headersIn.
+	Headers json.RawMessage `json:"headers"`
 }
 
-func (in endpointInput) model() models.EndpointInput {
-	return models.EndpointInput(in)
+func (in endpointInput) model() (models.EndpointInput, error) {
+	h, err := headersIn(in.Headers)
+	return models.EndpointInput{
+		URL: in.URL, Description: in.Description, Events: in.Events, ModuleIDs: in.ModuleIDs,
+		RetryMax: in.RetryMax, Enabled: in.Enabled, Secret: in.Secret, Headers: h,
+	}, err
 }
 
 // checkURL is the subscription-time egress check; without one configured
@@ -199,7 +210,12 @@ func (s *Server) adminCreateEndpoint(c *gin.Context) {
 		s.fail(c, models.ValidationError([]models.FieldError{{Field: "url", Message: "is required"}}))
 		return
 	}
-	e, secret, err := s.store.CreateEndpoint(c.Request.Context(), tenantOf(c), in.model(), s.checkURL)
+	mi, err := in.model()
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	e, secret, err := s.store.CreateEndpoint(c.Request.Context(), tenantOf(c), mi, s.checkURL)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -277,7 +293,12 @@ func (s *Server) adminUpdateEndpoint(c *gin.Context) {
 	if !s.readJSON(c, &in, false) {
 		return
 	}
-	e, err := s.store.UpdateEndpoint(c.Request.Context(), tenantOf(c), c.Param("id"), in.model(), s.checkURL)
+	mi, err := in.model()
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	e, err := s.store.UpdateEndpoint(c.Request.Context(), tenantOf(c), c.Param("id"), mi, s.checkURL)
 	if err != nil {
 		s.fail(c, err)
 		return
