@@ -48,7 +48,7 @@ var reservedHeaders = map[string]string{
 	"connection": reasonHopByHop, "keep-alive": reasonHopByHop, "te": reasonHopByHop, "trailer": reasonHopByHop,
 	"trailers": reasonHopByHop, "transfer-encoding": reasonHopByHop, "upgrade": reasonHopByHop, "http2-settings": reasonHopByHop,
 	"host": reasonTransport, "content-length": reasonTransport,
-	"user-agent": reasonOwn,
+	"user-agent":  reasonOwn,
 	"traceparent": reasonTrace, "tracestate": reasonTrace, "baggage": reasonTrace,
 	"expect": reasonExchange, "accept-encoding": reasonExchange,
 }
