@@ -932,6 +932,10 @@ func (nopStore) GetEndpoint(context.Context, string, string) (*models.WebhookEnd
 func (nopStore) EndpointSecrets(*models.WebhookEndpoint) (string, string, error) {
 	return "", "", fmt.Errorf("no secrets")
 }
+
+func (nopStore) EndpointHeaders(*models.WebhookEndpoint) (map[string]string, error) {
+	return nil, nil
+}
 func (nopStore) GetEvent(context.Context, string, string) (*models.Event, error) {
 	return nil, models.ErrNotFound
 }

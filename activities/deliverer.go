@@ -48,6 +48,8 @@ import (
 type Store interface {
 	GetEndpoint(ctx context.Context, tenantID, id string) (*models.WebhookEndpoint, error)
 	EndpointSecrets(e *models.WebhookEndpoint) (current, previous string, err error)
+	// EndpointHeaders returns the endpoint's custom headers in clear.
+	EndpointHeaders(e *models.WebhookEndpoint) (map[string]string, error)
 	GetEvent(ctx context.Context, tenantID, id string) (*models.Event, error)
 	// InsertAttempt writes an attempt's row, in flight before its request
 	// is sent or finished when none is sent, and marks the same run's
@@ -455,6 +457,10 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 	if err != nil {
 		return fail(&internalError{"open the endpoint's secret", err})
 	}
+	custom, err := d.store.EndpointHeaders(ep)
+	if err != nil {
+		return fail(&internalError{"open the endpoint's headers", err})
+	}
 
 	// The URL was checked at subscription time; the rules that need no DNS
 	// run again (they may have changed since), and the dialer checks every
@@ -466,6 +472,11 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 	req, err = http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
 	if err != nil {
 		return fail(asBlocked(blocked, err))
+	}
+	// The endpoint's own headers first: recordhub's, set after, would win
+	// were a name shared, though none can be (see models.ReservedHeader).
+	for name, value := range custom {
+		req.Header.Set(name, value)
 	}
 	setHeaders(req.Header, signedMessage{
 		EventID: ev.ID, EventType: ev.Type, Attempt: attempt, Timestamp: d.now().Unix(),
@@ -530,9 +541,18 @@ func asBlocked(err, fallback error) error {
 
 // sentHeaders returns the request's headers as the transport writes them:
 // its own, Host and Content-Length (the transport adds no others, since
-// compression is off).
+// compression is off), with the value of every header recordhub does not
+// set itself, that is of the endpoint's custom headers, masked: they are
+// credentials, and rows are shown to support staff.
 func sentHeaders(req *http.Request) models.Headers {
 	h := models.Headers(req.Header.Clone())
+	for name, values := range h {
+		if _, own := models.ReservedHeader(name); !own {
+			for i := range values {
+				values[i] = models.HeaderMask
+			}
+		}
+	}
 	h["Host"] = []string{req.URL.Host}
 	h["Content-Length"] = []string{strconv.FormatInt(req.ContentLength, 10)}
 	return h

@@ -85,7 +85,12 @@ func (s *Server) adminCreateEndpoint(c *gin.Context) {
 		s.fail(c, models.ValidationError([]models.FieldError{{Field: "url", Message: "is required"}}))
 		return
 	}
-	e, secret, err := s.store.CreateEndpoint(c.Request.Context(), tenantOf(c), in.model(), s.checkURL)
+	mi, err := in.model()
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	e, secret, err := s.store.CreateEndpoint(c.Request.Context(), tenantOf(c), mi, s.checkURL)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -163,7 +168,12 @@ func (s *Server) adminUpdateEndpoint(c *gin.Context) {
 	if !s.readJSON(c, &in, false) {
 		return
 	}
-	e, err := s.store.UpdateEndpoint(c.Request.Context(), tenantOf(c), c.Param("id"), in.model(), s.checkURL)
+	mi, err := in.model()
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	e, err := s.store.UpdateEndpoint(c.Request.Context(), tenantOf(c), c.Param("id"), mi, s.checkURL)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -209,6 +209,7 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	admin.PATCH("/webhook-endpoints/:id", s.adminUpdateEndpoint)
 	admin.DELETE("/webhook-endpoints/:id", s.adminDeleteEndpoint)
 	admin.GET("/webhook-endpoints/:id/secret", s.adminEndpointSecret)
+	admin.GET("/webhook-endpoints/:id/headers", s.adminEndpointHeaders)
 	admin.POST("/webhook-endpoints/:id/rotate-secret", s.adminRotateEndpointSecret)
 	admin.POST("/webhook-endpoints/:id/recover", s.adminRecoverEndpoint)
 	admin.GET("/webhook-endpoints/:id/recoveries/:recoveryId", s.adminGetRecovery)

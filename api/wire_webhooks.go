@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/recordhub/recordhub/models"
@@ -25,6 +26,9 @@ type endpointJSON struct {
 	// Modules names the modules of ModuleIDs that still exist, so that a
 	// reader (the console) shows names without a second call.
 	Modules []moduleRefJSON `json:"modules"`
+	// Headers names the custom headers, each value masked; the headers
+	// route answers them in clear.
+	Headers map[string]string `json:"headers"`
 }
 
 // healthJSON is an endpoint's health.
@@ -88,6 +92,7 @@ func endpointOut(e *models.WebhookEndpoint, now time.Time) endpointJSON {
 	if out.ModuleIDs == nil {
 		out.ModuleIDs = []string{}
 	}
+	out.Headers = maskedHeaders(e.HeaderNames)
 	if e.PreviousSecret != nil && e.PreviousSecretExpiresAt != nil && e.PreviousSecretExpiresAt.After(now) {
 		out.PreviousSecretExpiresAt = e.PreviousSecretExpiresAt
 	}
@@ -102,10 +107,16 @@ type endpointInput struct {
 	RetryMax    *int      `json:"retry_max"`
 	Enabled     *bool     `json:"enabled"`
 	Secret      *string   `json:"secret"`
+	// Headers: absent, null or an object; see headersIn.
+	Headers json.RawMessage `json:"headers"`
 }
 
-func (in endpointInput) model() models.EndpointInput {
-	return models.EndpointInput(in)
+func (in endpointInput) model() (models.EndpointInput, error) {
+	h, err := headersIn(in.Headers)
+	return models.EndpointInput{
+		URL: in.URL, Description: in.Description, Events: in.Events, ModuleIDs: in.ModuleIDs,
+		RetryMax: in.RetryMax, Enabled: in.Enabled, Secret: in.Secret, Headers: h,
+	}, err
 }
 
 // endpointSecretJSON answers an endpoint's signing secret, and during a

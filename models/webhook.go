@@ -66,6 +66,12 @@ type WebhookEndpoint struct {
 	LastFailureAt       *time.Time
 	DisabledAt          *time.Time
 	DisabledReason      *string
+
+	// Headers is the sealed JSON object of the endpoint's custom headers,
+	// "" when it has none (see Store.EndpointHeaders); HeaderNames are
+	// their names, in clear, for answers that mask the values.
+	Headers     string
+	HeaderNames StringList `gorm:"type:text"`
 }
 
 // Reasons an endpoint was disabled (disabled_reason).
@@ -120,6 +126,9 @@ type EndpointInput struct {
 	Enabled     *bool
 	// Secret, when set on create, replaces the generated one.
 	Secret *string
+	// Headers, when set, replaces the whole set of custom headers; an
+	// empty map removes them all.
+	Headers *map[string]string
 }
 
 // URLChecker refuses destinations that resolve to blocked addresses; it
@@ -171,7 +180,7 @@ func (s *Store) validateEndpoint(ctx context.Context, tenantID string, e *Webhoo
 // returns it with its secret in clear.
 func (s *Store) CreateEndpoint(ctx context.Context, tenantID string, in EndpointInput, check URLChecker) (*WebhookEndpoint, string, error) {
 	now := s.now()
-	e := &WebhookEndpoint{ID: NewID(PrefixEndpoint), TenantID: tenantID, RetryMax: DefaultRetryMax, Enabled: true, Events: StringList{}, ModuleIDs: StringList{}, CreatedAt: now, UpdatedAt: now}
+	e := &WebhookEndpoint{ID: NewID(PrefixEndpoint), TenantID: tenantID, RetryMax: DefaultRetryMax, Enabled: true, Events: StringList{}, ModuleIDs: StringList{}, HeaderNames: StringList{}, CreatedAt: now, UpdatedAt: now}
 	applyEndpointInput(e, in)
 	secret := NewWebhookSecret()
 	if in.Secret != nil {
@@ -180,11 +189,15 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID string, in Endpoint
 			return nil, "", ValidationError([]FieldError{{Field: "secret", Message: WebhookSecretRule}})
 		}
 	}
+	var headerErrs []FieldError
+	if in.Headers != nil {
+		headerErrs = s.setEndpointHeaders(e, *in.Headers)
+	}
 	errs, err := s.validateEndpoint(ctx, tenantID, e, check)
 	if err != nil {
 		return nil, "", err
 	}
-	if len(errs) > 0 {
+	if errs = append(errs, headerErrs...); len(errs) > 0 {
 		return nil, "", ValidationError(errs)
 	}
 	e.Secret = s.box.Seal(secret, "webhook-secret:"+e.ID)
@@ -257,17 +270,24 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 	}
 	wasEnabled := e.Enabled
 	applyEndpointInput(e, in)
+	var headerErrs []FieldError
+	if in.Headers != nil {
+		headerErrs = s.setEndpointHeaders(e, *in.Headers)
+	}
 	errs, err := s.validateEndpoint(ctx, tenantID, e, check)
 	if err != nil {
 		return nil, err
 	}
-	if len(errs) > 0 {
+	if errs = append(errs, headerErrs...); len(errs) > 0 {
 		return nil, ValidationError(errs)
 	}
 	now := s.now()
 	u := map[string]any{
 		"url": e.URL, "description": e.Description, "events": e.Events, "module_ids": e.ModuleIDs,
 		"retry_max": e.RetryMax, "enabled": e.Enabled, "updated_at": now,
+	}
+	if in.Headers != nil {
+		u["headers"], u["header_names"] = e.Headers, e.HeaderNames
 	}
 	// Only a change of enabled touches health: re-enabling starts afresh
 	// (a new failure window), disabling by hand is recorded as manual and

@@ -496,6 +496,29 @@ async function run(page) {
     check(!await inPage(), 'the secret is still in the page after Hide');
   });
 
+  await step('custom headers named, their values only after Reveal headers', async () => {
+    const value = `Bearer console-gw-${Date.now()}`;
+    await api('PATCH', `/api/admin/webhook-endpoints/${ENDPOINT_ID}`, { headers: { Authorization: value } });
+    await page.getByTestId('endpoints-refresh').click();
+    const chip = card.locator('[data-testid="endpoint-header"][data-name="Authorization"]');
+    await chip.waitFor();
+    check(!(await chip.innerText()).includes('console-gw-'), 'the header chip shows its value');
+    const inPage = () => page.evaluate((s) => document.documentElement.outerHTML.includes(s)
+      || [...document.querySelectorAll('input, textarea')].some((i) => i.value.includes(s)), value);
+    check(!await inPage(), 'a header value is in the page before Reveal headers');
+    check(!apiRequests.some((u) => u.includes('/headers')), 'the page fetched the headers before Reveal headers');
+    await card.getByTestId('reveal-headers').click();
+    const field = card.locator('[data-testid="endpoint-header-value"][data-name="Authorization"]');
+    check(await field.inputValue() === value, 'Reveal headers does not show the value');
+    check(apiRequests.filter((u) => u.includes('/headers')).length === 1, 'Reveal headers did not make exactly one headers call');
+    await card.getByTestId('hide-headers').click();
+    await field.waitFor({ state: 'detached' });
+    check(!await inPage(), 'a header value is still in the page after Hide');
+    await api('PATCH', `/api/admin/webhook-endpoints/${ENDPOINT_ID}`, { headers: null });
+    await page.getByTestId('endpoints-refresh').click();
+    await chip.waitFor({ state: 'detached' });
+  });
+
   await step('speed of a 50-row deliveries page', async () => {
     await seeding;
     const times = [];

@@ -1,6 +1,7 @@
 // The endpoints panel: each webhook endpoint with its health, its last
 // 24 hours of attempts, and the actions support needs (enable or disable,
-// its deliveries, a recovery, its signing secret), 20 to a page; the page
+// its deliveries, a recovery, its signing secret, its custom headers'
+// values), 20 to a page; the page
 // is in the hash (#/endpoints?page=2), so Refresh and a toggle keep it.
 
 import { h, replace, svg, link, badge, fmtMs, fmtRate, fmtTime, time, zoneName, moduleName, fromLocalInput } from './dom.js';
@@ -85,13 +86,26 @@ function card(ctx, e) {
     type: 'button', class: 'secondary', 'data-testid': 'endpoint-recover',
     onclick: () => {
       reveal.disabled = false;
+      if (revealHeaders) revealHeaders.disabled = false;
       replace(extra, recoverForm(ctx, e, () => replace(extra)));
     },
   }, 'Recover…');
   const reveal = h('button', {
     type: 'button', class: 'secondary', 'data-testid': 'reveal-secret',
-    onclick: () => revealSecret(ctx, e, extra, reveal),
+    onclick: () => {
+      // The secret takes the place of revealed headers, if any.
+      if (revealHeaders) revealHeaders.disabled = false;
+      revealSecret(ctx, e, extra, reveal);
+    },
   }, 'Reveal secret');
+  const headerNames = Object.keys(e.headers || {}).sort();
+  const revealHeaders = headerNames.length ? h('button', {
+    type: 'button', class: 'secondary', 'data-testid': 'reveal-headers',
+    onclick: () => {
+      reveal.disabled = false;
+      revealCustomHeaders(ctx, e, extra, revealHeaders);
+    },
+  }, 'Reveal headers') : null;
 
   const detail = [];
   if (health.consecutive_failures > 0) detail.push(`${health.consecutive_failures} failed in a row`);
@@ -109,13 +123,15 @@ function card(ctx, e) {
       h('span', { 'data-testid': 'endpoint-events' }, (e.events || []).map((ev) => h('span', { class: 'chip' }, ev))),
       ' · ', modules(e),
       ' · ', `up to ${e.retry_max} attempt${e.retry_max === 1 ? '' : 's'} a delivery`),
+    headerNames.length ? customHeaders(headerNames) : null,
     h('p', { class: 'health-detail muted', 'data-testid': 'endpoint-health-detail' }, detail.length ? detail.join(' · ') : 'no failures'),
     stats(e.stats),
     h('div', { class: 'actions' },
       toggle,
       link(`#/deliveries?endpoint_id=${encodeURIComponent(e.id)}`, 'Deliveries', { class: 'button secondary', 'data-testid': 'endpoint-deliveries' }),
       recover,
-      reveal),
+      reveal,
+      revealHeaders),
     notice,
     extra);
 }
@@ -284,4 +300,47 @@ async function revealSecret(ctx, e, extra, button) {
   replace(extra, h('div', { class: 'secret-box', 'data-testid': 'secret-box' },
     h('label', null, 'Signing secret ', field), hide));
   field.select();
+}
+
+// MASK stands for a custom header's value: answers carry names only.
+const MASK = '••••••';
+
+// customHeaders names the endpoint's custom headers, their values masked.
+function customHeaders(names) {
+  const list = [];
+  names.forEach((n, i) => {
+    if (i > 0) list.push(' ');
+    list.push(h('span', { class: 'chip', 'data-testid': 'endpoint-header', 'data-name': n }, h('code', null, n), `: ${MASK}`));
+  });
+  return h('p', { class: 'meta', 'data-testid': 'endpoint-headers' }, 'custom headers ', list);
+}
+
+// revealCustomHeaders fetches the custom headers' values only on this
+// explicit click, as revealSecret the secret; Hide takes them out of the
+// page again.
+async function revealCustomHeaders(ctx, e, extra, button) {
+  button.disabled = true;
+  let res;
+  try {
+    res = await request('GET', adminPath('webhook-endpoints', e.id, 'headers'));
+  } catch (err) {
+    button.disabled = false;
+    if (ctx.alive()) replace(extra, errorBox(err));
+    return;
+  }
+  if (!ctx.alive()) return;
+  const headers = res.headers || {};
+  const names = Object.keys(headers).sort();
+  const table = h('table', { class: 'headers', 'data-testid': 'endpoint-headers-revealed' },
+    h('tbody', null, names.map((n) => h('tr', null, h('th', null, n),
+      h('td', null, h('input', { type: 'text', readonly: true, class: 'secret', 'aria-label': `value of ${n}`, 'data-testid': 'endpoint-header-value', 'data-name': n, value: headers[n] }))))));
+  const hide = h('button', {
+    type: 'button', class: 'secondary', 'data-testid': 'hide-headers',
+    onclick: () => {
+      replace(extra);
+      button.disabled = false;
+    },
+  }, 'Hide');
+  replace(extra, h('div', { class: 'secret-box', 'data-testid': 'headers-box' },
+    h('div', null, h('label', null, 'Custom headers'), table), hide));
 }
