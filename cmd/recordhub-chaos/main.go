@@ -145,9 +145,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) (code int, err er
 	}()
 	logf("load: 2 tenants × %.0f creates/s over %d API replicas; first fault in %s", o.rate, len(s.apis), o.warmUp)
 	faultErr := func() error {
-		if err := sleep(ctx, max(o.warmUp-o.every, 0)); err != nil {
-			return err
-		}
 		if err := s.runFaults(ctx, o, logf); err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ func report(w io.Writer, o options, v verdict, q quiet, settled bool, rows []att
 	fmt.Fprintf(w, "records committed      %d (of which %d never acknowledged: their answer was lost)\n", v.Committed, v.Unacked)
 	fmt.Fprintf(w, "deliveries expected    %d (record_created events of committed records)\n", v.Events)
 	fmt.Fprintf(w, "deliveries missing     %d   %s  (never answered 2xx)%s\n", v.Missing, pass(v.Missing == 0), examplesOf(v.MissingExamples))
-	fmt.Fprintf(w, "deliveries doubled     %d = %.2f %%   %s  (answered 2xx more than once; at most %.0f %%)\n", v.Doubled, 100*v.DoubledShare, pass(v.DoubledShare <= maxDoubledShare), 100*maxDoubledShare)
+	fmt.Fprintf(w, "deliveries doubled     %d = %.2f %%   %s  (answered 2xx more than once; at most %.0f %%)%s\n", v.Doubled, 100*v.DoubledShare, pass(v.DoubledShare <= maxDoubledShare), 100*maxDoubledShare, examplesOf(v.DoubledExamples))
 	fmt.Fprintf(w, "rows left in_flight    %d   %s\n", v.InFlight, pass(v.InFlight == 0))
 	fmt.Fprintf(w, "attempt rows           %d (%s)\n", v.Rows, rowKinds(rows))
 	fmt.Fprintf(w, "requests received      %d (%d answered non-2xx by the receiver)\n", v.Requests, v.RequestsNon2xx)
@@ -39,6 +39,9 @@ func report(w io.Writer, o options, v verdict, q quiet, settled bool, rows []att
 	fmt.Fprintf(w, "rows without request   %d (attempts whose request never arrived: refused, lost with their worker)\n", v.RowsWithoutRequest)
 	l := v.Latency
 	fmt.Fprintf(w, "commit → first request p50 %s, p90 %s, p99 %s, max %s (%d events)\n", ms(l.P50), ms(l.P90), ms(l.P99), ms(l.Max), l.N)
+	for _, d := range v.Slowest {
+		fmt.Fprintf(w, "  slow: %s committed at %s, first request after %s\n", d.EventID, d.Committed.Local().Format("15:04:05.000"), ms(d.Latency))
+	}
 	if len(v.Failures) == 0 {
 		fmt.Fprintf(w, "\nPASS\n")
 		return

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -77,9 +79,19 @@ type verdict struct {
 	// never left.
 	RowsWithoutRequest int
 	Latency            latency
-	// The first few ids of each kind of failure.
-	LostExamples, MissingExamples, WithoutRowExamples []string
-	Failures                                          []string // empty: the run passed
+	// Slowest are the deliveries slowest to their first request, slowest
+	// first, to be read beside the log of the faults.
+	Slowest []slowDelivery
+	// The first few of each kind of failure, and of the doubled.
+	LostExamples, MissingExamples, WithoutRowExamples, DoubledExamples []string
+	Failures                                                           []string // empty: the run passed
+}
+
+// slowDelivery is one delivery and how long its first request took.
+type slowDelivery struct {
+	EventID   string
+	Committed time.Time
+	Latency   time.Duration
 }
 
 // latency is commit → first request over the delivered events.
@@ -116,39 +128,44 @@ func judge(o observations) verdict {
 	}
 
 	first := map[string]time.Time{} // event id → first request
-	ok := map[string]int{}          // event id → 2xx answers
+	ok := map[string][]request{}    // event id → requests answered 2xx
 	for _, r := range o.Requests {
 		if t, seen := first[r.EventID]; !seen || r.At.Before(t) {
 			first[r.EventID] = r.At
 		}
 		if r.Status/100 == 2 {
-			ok[r.EventID]++
+			ok[r.EventID] = append(ok[r.EventID], r)
 		} else {
 			v.RequestsNon2xx++
 		}
 	}
 	withEvent := map[string]bool{}
 	var lat []time.Duration
+	var slow []slowDelivery
 	for _, e := range o.Events {
 		if !o.Records[e.RecordID] {
 			continue
 		}
 		withEvent[e.RecordID] = true
 		v.Events++
-		switch n := ok[e.ID]; {
-		case n == 0:
+		switch rs := ok[e.ID]; {
+		case len(rs) == 0:
 			v.Missing++
 			v.MissingExamples = appendExample(v.MissingExamples, e.ID)
 		default:
 			v.Delivered++
-			if n > 1 {
+			if len(rs) > 1 {
 				v.Doubled++
+				v.DoubledExamples = appendExample(v.DoubledExamples, doubled(e.ID, rs))
 			}
 		}
 		if t, seen := first[e.ID]; seen {
 			lat = append(lat, t.Sub(e.OccurredAt))
+			slow = append(slow, slowDelivery{e.ID, e.OccurredAt, t.Sub(e.OccurredAt)})
 		}
 	}
+	slices.SortStableFunc(slow, func(a, b slowDelivery) int { return cmp.Compare(b.Latency, a.Latency) })
+	v.Slowest = slow[:min(len(slow), 3)]
 	// A committed record without its event is a delivery that can never
 	// happen: the outbox lost it.
 	for _, id := range slices.Sorted(maps.Keys(o.Records)) {
@@ -208,6 +225,17 @@ func judge(o observations) verdict {
 		v.Failures = append(v.Failures, fmt.Sprintf("%d requests the receiver saw have no attempt row", v.RequestsWithoutRow))
 	}
 	return v
+}
+
+// doubled describes an event answered 2xx more than once: each such
+// request's attempt and time of day.
+func doubled(id string, rs []request) string {
+	slices.SortFunc(rs, func(a, b request) int { return a.At.Compare(b.At) })
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("attempt %d at %s", r.Attempt, r.At.Format("15:04:05.0"))
+	}
+	return id + " (" + strings.Join(parts, ", ") + ")"
 }
 
 // answerOf names the outcome of a write without a 201.

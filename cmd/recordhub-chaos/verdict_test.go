@@ -122,6 +122,9 @@ func TestJudgeCounts(t *testing.T) {
 	o.Rows = append(o.Rows, attemptRow{EventID: "evt_000", Attempt: 2, Succeeded: true})
 	// evt_001: a row whose request never arrived, settled by the next attempt.
 	o.Rows = append(o.Rows, attemptRow{EventID: "evt_001", Attempt: 2, Error: "worker_lost"})
+	// Two slow ones.
+	o.Requests[4].At = o.Events[4].OccurredAt.Add(5 * time.Second)
+	o.Requests[6].At = o.Events[6].OccurredAt.Add(2 * time.Second)
 	got := judge(o)
 	got.Failures, got.Latency = nil, latency{}
 	want := verdict{
@@ -129,8 +132,14 @@ func TestJudgeCounts(t *testing.T) {
 		Committed: 10, Events: 10, Delivered: 10,
 		Doubled: 1, DoubledShare: 0.1,
 		Rows: 12, Requests: 11, RowsWithoutRequest: 1,
+		Slowest: []slowDelivery{
+			{"evt_004", o.Events[4].OccurredAt, 5 * time.Second},
+			{"evt_006", o.Events[6].OccurredAt, 2 * time.Second},
+			{"evt_000", o.Events[0].OccurredAt, 10 * time.Millisecond},
+		},
+		DoubledExamples: []string{"evt_000 (attempt 1 at 06:00:00.0, attempt 2 at 06:01:00.0)"},
 	}
-	if diff := cmp.Diff(got, want, cmp.AllowUnexported(verdict{})); diff != "" {
+	if diff := cmp.Diff(got, want); diff != "" {
 		t.Errorf("verdict (-got +want):\n%s", diff)
 	}
 }
