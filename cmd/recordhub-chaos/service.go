@@ -24,9 +24,8 @@ type service struct {
 
 	// mu is held across a kill and its restart, so that the supervisor
 	// never mistakes a planned death for a crash.
-	mu       sync.Mutex
-	proc     *procs.Process
-	restarts int // unplanned: the supervisor's
+	mu   sync.Mutex
+	proc *procs.Process
 }
 
 // newService prepares `bin serve --role role` with env (a whole
@@ -115,7 +114,6 @@ func (s *service) reviveIfDead(ctx context.Context) (revived bool, why string, e
 		return false, "", nil
 	}
 	why = fmt.Sprint(s.proc.Err())
-	s.restarts++
 	return true, why, s.startLocked(ctx, "/healthz")
 }
 
