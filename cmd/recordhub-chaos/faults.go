@@ -80,18 +80,20 @@ func killRestart(ctx context.Context, svc *service) (string, error) {
 	return fmt.Sprintf("pid %d killed; pid %d answering /healthz after %s", oldPid, newPid, since(start)), nil
 }
 
-// runFaults runs o.cycles cycles of faults, the first after o.warmUp and
-// each next one o.every after the previous one ended, and returns when the
-// last one has ended.
+// runFaults waits o.warmUp, then runs o.cycles cycles of faults, each
+// fault o.every after the previous one ended, and returns when the last one
+// has ended.
 func (s *stack) runFaults(ctx context.Context, o options, logf logFunc) error {
-	pause := o.warmUp
+	if err := sleep(ctx, o.warmUp); err != nil {
+		return err
+	}
 	for cycle := range o.cycles {
-		fs := s.faults(o, cycle)
-		for i, f := range fs {
-			if err := sleep(ctx, pause); err != nil {
-				return err
+		for i, f := range s.faults(o, cycle) {
+			if cycle > 0 || i > 0 {
+				if err := sleep(ctx, o.every); err != nil {
+					return err
+				}
 			}
-			pause = o.every
 			logf("fault %d.%d: %s ...", cycle+1, i+1, f.name)
 			detail, err := f.do(ctx)
 			if err != nil {

@@ -28,8 +28,12 @@ func (q quiet) reached(receiverQuiet time.Duration) bool {
 }
 
 func (q quiet) String() string {
-	return fmt.Sprintf("%d events pending in the outbox, %d attempt rows in flight, %d delivery workflows running, receiver quiet for %s",
-		q.pending, q.inFlight, q.running, q.receiverQuiet.Round(100*time.Millisecond))
+	receiver := "receiver quiet for " + q.receiverQuiet.Round(100*time.Millisecond).String()
+	if q.receiverQuiet == neverReceived {
+		receiver = "no request received"
+	}
+	return fmt.Sprintf("%d events pending in the outbox, %d attempt rows in flight, %d delivery workflows running, %s",
+		q.pending, q.inFlight, q.running, receiver)
 }
 
 // waitQuiet polls until the stack is quiet or limit passes, and returns the

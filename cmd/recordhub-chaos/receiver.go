@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -75,12 +76,15 @@ func (r *receiver) seen() []request {
 	return append([]request(nil), r.requests...)
 }
 
+// neverReceived is quietFor before the first request.
+const neverReceived = time.Duration(math.MaxInt64)
+
 // quietFor is how long no request has arrived.
 func (r *receiver) quietFor() time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.last.IsZero() {
-		return time.Duration(1<<63 - 1)
+		return neverReceived
 	}
 	return time.Since(r.last)
 }

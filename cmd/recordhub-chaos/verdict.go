@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/recordhub/recordhub/models"
 )
 
 // maxDoubledShare is the share of delivered events that may have been
@@ -105,6 +107,32 @@ const examples = 5
 // judge turns observations into the verdict.
 func judge(o observations) verdict {
 	var v verdict
+	v.judgeWrites(o)
+	v.judgeDeliveries(o)
+	v.judgeRows(o)
+	if v.Acked == 0 {
+		v.Failures = append(v.Failures, "no write was acknowledged: nothing was measured")
+	}
+	if v.Lost > 0 {
+		v.Failures = append(v.Failures, fmt.Sprintf("%d acknowledged writes are not in the database", v.Lost))
+	}
+	if v.Missing > 0 {
+		v.Failures = append(v.Failures, fmt.Sprintf("%d deliveries missing", v.Missing))
+	}
+	if v.DoubledShare > maxDoubledShare {
+		v.Failures = append(v.Failures, fmt.Sprintf("%.2f %% of deliveries doubled (at most %.0f %%)", 100*v.DoubledShare, 100*maxDoubledShare))
+	}
+	if v.InFlight > 0 {
+		v.Failures = append(v.Failures, fmt.Sprintf("%d attempt rows left in_flight", v.InFlight))
+	}
+	if v.RequestsWithoutRow > 0 {
+		v.Failures = append(v.Failures, fmt.Sprintf("%d requests the receiver saw have no attempt row", v.RequestsWithoutRow))
+	}
+	return v
+}
+
+// judgeWrites compares the acknowledged writes with the committed records.
+func (v *verdict) judgeWrites(o observations) {
 	v.FailedAnswers = map[string]int{}
 	v.Writes = len(o.Writes)
 	acked := map[string]bool{}
@@ -126,7 +154,11 @@ func judge(o observations) verdict {
 			v.Unacked++
 		}
 	}
+}
 
+// judgeDeliveries compares the committed records' events with the
+// requests the receiver answered 2xx.
+func (v *verdict) judgeDeliveries(o observations) {
 	first := map[string]time.Time{} // event id → first request
 	ok := map[string][]request{}    // event id → requests answered 2xx
 	for _, r := range o.Requests {
@@ -140,8 +172,7 @@ func judge(o observations) verdict {
 		}
 	}
 	withEvent := map[string]bool{}
-	var lat []time.Duration
-	var slow []slowDelivery
+	var delivered []slowDelivery
 	for _, e := range o.Events {
 		if !o.Records[e.RecordID] {
 			continue
@@ -160,12 +191,9 @@ func judge(o observations) verdict {
 			}
 		}
 		if t, seen := first[e.ID]; seen {
-			lat = append(lat, t.Sub(e.OccurredAt))
-			slow = append(slow, slowDelivery{e.ID, e.OccurredAt, t.Sub(e.OccurredAt)})
+			delivered = append(delivered, slowDelivery{e.ID, e.OccurredAt, t.Sub(e.OccurredAt)})
 		}
 	}
-	slices.SortStableFunc(slow, func(a, b slowDelivery) int { return cmp.Compare(b.Latency, a.Latency) })
-	v.Slowest = slow[:min(len(slow), 3)]
 	// A committed record without its event is a delivery that can never
 	// happen: the outbox lost it.
 	for _, id := range slices.Sorted(maps.Keys(o.Records)) {
@@ -177,8 +205,19 @@ func judge(o observations) verdict {
 	if v.Delivered > 0 {
 		v.DoubledShare = float64(v.Doubled) / float64(v.Delivered)
 	}
+	lat := make([]time.Duration, len(delivered))
+	for i, d := range delivered {
+		lat[i] = d.Latency
+	}
 	v.Latency = percentiles(lat)
+	slices.SortStableFunc(delivered, func(a, b slowDelivery) int { return cmp.Compare(b.Latency, a.Latency) })
+	v.Slowest = delivered[:min(len(delivered), 3)]
+}
 
+// judgeRows compares the attempt rows with the requests the receiver saw:
+// each request must have its row (written before it was sent), and no row
+// may be left in flight.
+func (v *verdict) judgeRows(o observations) {
 	type key struct {
 		event   string
 		attempt int
@@ -186,7 +225,7 @@ func judge(o observations) verdict {
 	rows := map[key]bool{}
 	for _, r := range o.Rows {
 		rows[key{r.EventID, r.Attempt}] = true
-		if r.Error == "in_flight" {
+		if r.Error == models.DeliveryErrInFlight {
 			v.InFlight++
 		}
 	}
@@ -200,31 +239,11 @@ func judge(o observations) verdict {
 		}
 	}
 	for _, r := range o.Rows {
-		if r.Error != "in_flight" && !sent[key{r.EventID, r.Attempt}] {
+		if r.Error != models.DeliveryErrInFlight && !sent[key{r.EventID, r.Attempt}] {
 			v.RowsWithoutRequest++
 		}
 	}
 	v.Rows, v.Requests = len(o.Rows), len(o.Requests)
-
-	if v.Acked == 0 {
-		v.Failures = append(v.Failures, "no write was acknowledged: nothing was measured")
-	}
-	if v.Lost > 0 {
-		v.Failures = append(v.Failures, fmt.Sprintf("%d acknowledged writes are not in the database", v.Lost))
-	}
-	if v.Missing > 0 {
-		v.Failures = append(v.Failures, fmt.Sprintf("%d deliveries missing", v.Missing))
-	}
-	if v.DoubledShare > maxDoubledShare {
-		v.Failures = append(v.Failures, fmt.Sprintf("%.2f %% of deliveries doubled (at most %.0f %%)", 100*v.DoubledShare, 100*maxDoubledShare))
-	}
-	if v.InFlight > 0 {
-		v.Failures = append(v.Failures, fmt.Sprintf("%d attempt rows left in_flight", v.InFlight))
-	}
-	if v.RequestsWithoutRow > 0 {
-		v.Failures = append(v.Failures, fmt.Sprintf("%d requests the receiver saw have no attempt row", v.RequestsWithoutRow))
-	}
-	return v
 }
 
 // doubled describes an event answered 2xx more than once: each such
