@@ -1,0 +1,118 @@
+package procs
+
+import (
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func sleeper(t *testing.T, script string, out io.Writer) *Process {
+	t.Helper()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	p, err := Start(Spec{Path: sh, Args: []string{"-c", script}, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Kill() })
+	return p
+}
+
+// state is the process state as ps prints it (T: stopped).
+func state(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
+	if err != nil {
+		t.Skipf("ps: %v", err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// readyWriter closes ready when the output holds "ready".
+type readyWriter struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	ready chan struct{}
+}
+
+func (w *readyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	had := strings.Contains(w.buf.String(), "ready")
+	w.buf.Write(p)
+	if !had && strings.Contains(w.buf.String(), "ready") {
+		close(w.ready)
+	}
+	return len(p), nil
+}
+
+func TestKill(t *testing.T) {
+	p := sleeper(t, "sleep 60", nil)
+	if p.Exited() {
+		t.Fatal("exited at once")
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Exited() {
+		t.Fatal("Exited() = false after Kill")
+	}
+	if ws, ok := p.Err().(*exec.ExitError); !ok || ws.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("Err() = %v, want killed by SIGKILL", p.Err())
+	}
+	// Signalling a process that is gone is no error.
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Errorf("Signal after exit: %v", err)
+	}
+}
+
+func TestFreezeAndThaw(t *testing.T) {
+	p := sleeper(t, "sleep 60", nil)
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.HasPrefix(state(t, p.Pid()), "T") {
+		if time.Now().After(deadline) {
+			t.Fatalf("state %q after SIGSTOP, want T", state(t, p.Pid()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := p.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// Stop ends it even when frozen again: it sends SIGCONT after SIGTERM.
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(5 * time.Second); err != nil {
+		t.Errorf("Stop of a frozen process: %v", err)
+	}
+	if !p.Exited() {
+		t.Error("Exited() = false after Stop")
+	}
+}
+
+func TestStopKillsAfterGrace(t *testing.T) {
+	out := &readyWriter{ready: make(chan struct{})}
+	p := sleeper(t, "trap '' TERM; echo ready; sleep 60", out)
+	select {
+	case <-out.ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the shell did not set its trap")
+	}
+	err := p.Stop(200 * time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "was killed") {
+		t.Errorf("Stop = %v, want it to say the process was killed", err)
+	}
+	if !p.Exited() {
+		t.Error("Exited() = false after Stop")
+	}
+}
