@@ -10,8 +10,9 @@ import (
 // a bound the code under test promises, generous enough for a loaded
 // machine, never a speed target: a condition that holds sooner ends the
 // wait sooner. cond is called at once, then after pauses that grow from
-// 1 ms to 50 ms, so that quick conditions are seen quickly and slow ones
-// are not polled in a spin. A cond that fails the test ends the wait.
+// 1 ms to 100 ms, so that quick conditions are seen quickly and a long
+// wait's polling (a count query, say) takes little from the code it waits
+// for. A cond that fails the test ends the wait.
 func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
@@ -25,6 +26,6 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 			t.Fatalf("%s: not within %v", what, within)
 		}
 		time.Sleep(pause)
-		pause = min(2*pause, 50*time.Millisecond)
+		pause = min(2*pause, 100*time.Millisecond)
 	}
 }
