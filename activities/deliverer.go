@@ -506,7 +506,7 @@ func (d *Deliverer) send(ctx context.Context, req *http.Request, row *models.Web
 	row.ResponseHeaders = models.Headers(resp.Header.Clone())
 	// The status decides; a body cut short by the deadline is kept as read.
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, models.MaxResponseBody))
-	row.ResponseBody = storable(string(head), models.MaxResponseBody)
+	row.ResponseBody = string(head) // the store keeps it as valid UTF-8
 	// A little more is drained so the connection can be reused; a receiver
 	// that sends more than that loses its connection instead.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -523,7 +523,7 @@ func (d *Deliverer) send(ctx context.Context, req *http.Request, row *models.Web
 // fail classifies err and writes it into row.
 func (d *Deliverer) fail(row *models.WebhookDelivery, err error, timedOut bool, tlsErr error) *failure {
 	c := classify(err, d.timeout, timedOut, tlsErr)
-	row.Error, row.ErrorMessage = c.code, storable(c.message, maxMessage)
+	row.Error, row.ErrorMessage = c.code, c.message
 	return &c
 }
 

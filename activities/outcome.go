@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"code.dny.dev/ssrf"
 
@@ -248,23 +247,4 @@ func innermost(err error) string {
 		}
 		err = next
 	}
-}
-
-// maxMessage bounds a stored error message.
-const maxMessage = 500
-
-// storable returns s as valid UTF-8 without NUL bytes, at most n bytes long
-// and cut on a character boundary: PostgreSQL's text refuses the rest, and a
-// refused row would fail the attempt after the receiver got the event.
-func storable(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }

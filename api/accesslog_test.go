@@ -59,7 +59,7 @@ func (e *env) accessLogs(q url.Values) logPage {
 func (e *env) waitForLogs(q url.Values, total int) logPage {
 	e.t.Helper()
 	var p logPage
-	pollUntil(e.t, logVisibleWithin, fmt.Sprintf("%d access-log rows for %s", total, q.Encode()), func() bool {
+	storetest.Eventually(e.t, logVisibleWithin, fmt.Sprintf("%d access-log rows for %s", total, q.Encode()), func() bool {
 		p = e.accessLogs(q)
 		return p.Total >= total
 	})
@@ -161,7 +161,7 @@ func TestAccessLogRecordsEveryCall(t *testing.T) {
 				tenant, key sql.NullString
 				status      int
 			)
-			pollUntil(t, logVisibleWithin, "row of request "+rid, func() bool {
+			storetest.Eventually(t, logVisibleWithin, "row of request "+rid, func() bool {
 				err := sqlDB.QueryRow(db.Rebind("SELECT tenant_id, key_id, status FROM access_logs WHERE request_id = ?"), rid).Scan(&tenant, &key, &status)
 				if err != nil && !errors.Is(err, sql.ErrNoRows) {
 					t.Fatal(err)
@@ -330,7 +330,7 @@ func TestKeyUsageCounts(t *testing.T) {
 		e.call("GET", "/api/modules", key, nil).want(401)
 		want := counts{Requests: 7, Errors: 3, RateLimited: 2}
 
-		pollUntil(t, logVisibleWithin, "last_used_at of the used key", func() bool {
+		storetest.Eventually(t, logVisibleWithin, "last_used_at of the used key", func() bool {
 			return e.call("GET", "/api/admin/keys/"+id, e.admin, nil).want(200).json()["last_used_at"] != nil
 		})
 
@@ -341,7 +341,7 @@ func TestKeyUsageCounts(t *testing.T) {
 			t.Run(gran.name, func(t *testing.T) {
 				e := e.on(t)
 				var u usageAnswer
-				pollUntil(t, logVisibleWithin, "usage to count every call", func() bool {
+				storetest.Eventually(t, logVisibleWithin, "usage to count every call", func() bool {
 					e.call("GET", "/api/admin/keys/"+id+"/usage?granularity="+gran.name, e.admin, nil).want(200).decode(&u)
 					return u.Summary.Requests >= want.Requests
 				})
@@ -490,6 +490,47 @@ func TestAccessLogWriterFlushesOnClose(t *testing.T) {
 	}
 }
 
+// TestAccessLogWriterFlush: Flush returns once every row enqueued before
+// it is written, long before the batch interval, and the Writer goes on
+// taking rows; after Close it returns at once.
+func TestAccessLogWriterFlush(t *testing.T) {
+	store := &recordingStore{}
+	w := accesslog.New(store, accesslog.Options{BatchSize: 100, Interval: time.Hour})
+	go w.Run(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	written := func() (ids []string) {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		for _, b := range store.batches {
+			for _, l := range b {
+				ids = append(ids, l.ID)
+			}
+		}
+		return ids
+	}
+	var want []string
+	for round := range 3 {
+		for i := range 250 {
+			l := logRowN(round*1000 + i)
+			if !w.Enqueue(l) {
+				t.Fatalf("row %s dropped with room in the queue", l.ID)
+			}
+			want = append(want, l.ID)
+		}
+		if err := w.Flush(ctx); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+		if diff := cmp.Diff(want, written()); diff != "" {
+			t.Fatalf("rows written after Flush %d (-want +got):\n%s", round+1, diff)
+		}
+	}
+	closeWriter(t, w)
+	if err := w.Flush(ctx); err != nil {
+		t.Errorf("Flush after Close: %v", err)
+	}
+}
+
 // TestAccessLogWriterFlushesOnCloseToDB checks the same against the real
 // tables: every row queued before Close is in the database after it.
 func TestAccessLogWriterFlushesOnCloseToDB(t *testing.T) {
@@ -623,7 +664,7 @@ func TestBadBytesInURLs(t *testing.T) {
 			}
 		}
 		ids = append(ids, e.call("GET", "/api/admin/modules", e.admin, nil).want(200).header.Get("X-Request-Id"))
-		pollUntil(t, logVisibleWithin, "every call in the access log", func() bool {
+		storetest.Eventually(t, logVisibleWithin, "every call in the access log", func() bool {
 			page := e.accessLogs(url.Values{"limit": {"100"}})
 			for _, id := range ids {
 				if !containsRequest(page.Data, id) {
@@ -688,7 +729,7 @@ func TestInboundTokensStayOutOfAccessLogs(t *testing.T) {
 
 		sqlDB := db.SQL(t)
 		got := map[string]string{}
-		pollUntil(t, logVisibleWithin, "every call in the access log", func() bool {
+		storetest.Eventually(t, logVisibleWithin, "every call in the access log", func() bool {
 			rows, err := sqlDB.Query("SELECT request_id, path, route FROM access_logs")
 			if err != nil {
 				t.Fatal(err)

@@ -31,19 +31,6 @@ func replicaOf(t *testing.T, e *env, store *models.Store, opts ...envOption) *en
 	return r
 }
 
-// pollUntil calls cond until it holds, failing the test when within has
-// passed. within is a bound the API promises, not a speed target.
-func pollUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true within %v", what, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // wantUnauthorized checks a 401 answer: its code, the WWW-Authenticate
 // challenge and the error body.
 func wantUnauthorized(t *testing.T, r *resp, code string) {
@@ -216,7 +203,7 @@ func TestRevocationAcrossReplicas(t *testing.T) {
 		wantUnauthorized(t, a.call("GET", "/api/modules", revoked, nil), "unauthorized")
 		wantUnauthorized(t, a.call("GET", "/api/modules", rotated, nil), "unauthorized")
 		for name, k := range map[string]string{"revoked": revoked, "rotated-out": rotated} {
-			pollUntil(t, time.Second, "replica B refuses the "+name+" key", func() bool {
+			storetest.Eventually(t, time.Second, "replica B refuses the "+name+" key", func() bool {
 				return b.call("GET", "/api/modules", k, nil).status == http.StatusUnauthorized
 			})
 		}
@@ -224,7 +211,7 @@ func TestRevocationAcrossReplicas(t *testing.T) {
 
 		// A narrowed key loses its permission on B as promptly.
 		a.call("PATCH", "/api/admin/keys/"+narrowedID, a.admin, map[string]any{"permissions": map[string]any{}}).want(200)
-		pollUntil(t, time.Second, "replica B applies the narrowed permissions", func() bool {
+		storetest.Eventually(t, time.Second, "replica B applies the narrowed permissions", func() bool {
 			return b.call("GET", "/api/modules/"+mod+"/records", narrowed, nil).status == http.StatusForbidden
 		})
 	})

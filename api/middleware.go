@@ -84,20 +84,22 @@ func (s *Server) observe(c *gin.Context) {
 		return
 	}
 	cl := callOf(c)
-	// The query string is not logged: only the path, without tokens.
+	// The query string is not logged: only the path, without tokens. Path
+	// and user agent are cut to what the store keeps before they are
+	// queued, so that a full queue holds no megabyte headers.
 	path := redactInboundPath(c.Request.URL.Path)
 	s.logs.Enqueue(models.AccessLog{
 		ID:         models.NewID(models.PrefixAccessLog),
 		TenantID:   optional(cl.tenantID),
 		KeyID:      optional(cl.keyID),
 		Method:     c.Request.Method,
-		Path:       truncate(path, 2048),
+		Path:       models.StorableText(path, models.MaxAccessLogPath),
 		Route:      route,
 		ModuleID:   optional(cl.moduleID),
 		Status:     status,
 		DurationMS: math.Round(float64(elapsed.Microseconds())) / 1000,
 		IP:         c.ClientIP(),
-		UserAgent:  truncate(c.Request.UserAgent(), 512),
+		UserAgent:  models.StorableText(c.Request.UserAgent(), models.MaxUserAgent),
 		RequestID:  cl.requestID,
 		CreatedAt:  start.UTC().Truncate(time.Microsecond),
 	})
@@ -180,13 +182,6 @@ func optional(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 // checkParams refuses path and query parameters that no stored value can

@@ -27,6 +27,7 @@ import (
 
 	"github.com/recordhub/recordhub/api"
 	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
 )
 
 // openAPISpec is api/openapi.yaml, loaded and validated once per test binary.
@@ -371,14 +372,15 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 // responses even where no other test looks.
 func TestOpenAPITour(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d models.Dialect) {
-		e := newEnv(t, d)
+		clock := storetest.NewClock()
+		e := newEnvOn(t, storetest.OpenWithClock(t, d, clock.Now))
 		for _, p := range []string{"/healthz", "/readyz", "/metrics", "/api/openapi.yaml"} {
 			e.call("GET", p, "", nil).want(200)
 		}
 		e.call("GET", "/api/no-such-thing", e.admin, nil).want(404)
 		e.call("GET", "/api/modules", "", nil).want(401)
 		e.call("GET", "/api/modules", "rh_unknown", nil).want(401)
-		expiresAt := time.Now().Add(500 * time.Millisecond)
+		expiresAt := clock.Now().Add(time.Hour)
 		_, expiring := e.createKey(map[string]any{"admin": true, "expires_at": expiresAt.Format(time.RFC3339Nano)})
 
 		fields := []map[string]any{
@@ -460,7 +462,7 @@ func TestOpenAPITour(t *testing.T) {
 		e.call("GET", "/api/admin/access-logs?key_id="+readerID+"&from=2000-01-01T00:00:00Z", e.admin, nil).want(200)
 		e.call("GET", "/api/admin/access-logs?status=abc", e.admin, nil).want(400)
 
-		time.Sleep(time.Until(expiresAt))
+		clock.Advance(time.Hour)
 		if code := e.call("GET", "/api/modules", expiring, nil).want(401).errorCode(); code != "key_expired" {
 			t.Errorf("expired key: error %q, want key_expired", code)
 		}

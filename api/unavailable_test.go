@@ -102,18 +102,14 @@ func rowCounts(t *testing.T, db *sql.DB) map[string]int {
 // may find a connection broken by the outage before it makes a new one).
 func untilCreated(t *testing.T, e *env, moduleID string, fields map[string]any) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	storetest.Eventually(t, 20*time.Second, "a record POST answering 201 once the database is back", func() bool {
 		r := e.call("POST", "/api/modules/"+moduleID+"/records", e.admin, map[string]any{"fields": fields})
 		if r.status == 201 {
-			return
+			return true
 		}
 		wantUnavailable(t, "record POST once the database is back", r)
-		if t.Failed() || time.Now().After(deadline) {
-			t.Fatalf("record POST never answered 201 once the database was back; last %d %s", r.status, r.body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // TestPostgresDownAnswersUnavailable stops the PostgreSQL the API uses

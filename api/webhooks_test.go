@@ -371,7 +371,7 @@ func TestWebhookSecretRotation(t *testing.T) {
 		if len(e.call("GET", path+"/secret", e.admin, nil).want(200).json()) != 3 {
 			t.Error("no previous secret during a one-second grace")
 		}
-		pollUntil(t, 3*time.Second, "the one-second grace ends", func() bool {
+		storetest.Eventually(t, 3*time.Second, "the one-second grace ends", func() bool {
 			return len(e.call("GET", path+"/secret", e.admin, nil).want(200).json()) == 1
 		})
 		if got := e.call("GET", path, e.admin, nil).want(200).json()["previous_secret_expires_at"]; got != nil {

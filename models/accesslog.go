@@ -26,6 +26,16 @@ type AccessLog struct {
 	CreatedAt  time.Time `gorm:"autoCreateTime:false"`
 }
 
+// storable makes the row's text columns storable (StorableText), in
+// place: a request path or user agent may hold anything, NUL and invalid
+// UTF-8 included, which PostgreSQL would refuse, and the whole batch with
+// it.
+func (l *AccessLog) storable() {
+	l.Method, l.Route = StorableText(l.Method, 0), StorableText(l.Route, 0)
+	l.Path, l.UserAgent = StorableText(l.Path, MaxAccessLogPath), StorableText(l.UserAgent, MaxUserAgent)
+	l.IP, l.RequestID = StorableText(l.IP, 0), StorableText(l.RequestID, 0)
+}
+
 // KeyUsage counts a key's calls in one hour.
 type KeyUsage struct {
 	KeyID       string `gorm:"primaryKey"`
@@ -57,10 +67,7 @@ func (s *Store) InsertAccessLogs(ctx context.Context, logs []AccessLog) error {
 	usage := map[bucket]*KeyUsage{}
 	lastUsed := map[string]time.Time{}
 	for i := range logs {
-		// A request path or user agent may hold anything, NUL and invalid
-		// UTF-8 included, which PostgreSQL would refuse, and the whole
-		// batch with it.
-		logs[i].Path, logs[i].UserAgent = storableText(logs[i].Path, 2048), storableText(logs[i].UserAgent, 512)
+		logs[i].storable()
 	}
 	for _, l := range logs {
 		if l.KeyID == nil || l.TenantID == nil {

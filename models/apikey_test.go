@@ -408,24 +408,12 @@ func TestRevocationReachesOtherStores(t *testing.T) {
 		wantAuth(t, a, secret, models.KindUnauthorized, k.ID)
 		wantAuth(t, a, rotateMe, models.KindUnauthorized, "")
 		for _, secret := range []string{secret, rotateMe} {
-			waitFor(t, time.Second, "B to refuse the changed key", func() bool {
+			storetest.Eventually(t, time.Second, "B to refuse the changed key", func() bool {
 				_, err := b.Authenticate(ctx, secret)
 				return kindOf(err) == models.KindUnauthorized
 			})
 		}
 	})
-}
-
-// waitFor polls cond until it holds, failing the test after within.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func TestAccessLogUsage(t *testing.T) {

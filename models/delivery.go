@@ -5,9 +5,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
@@ -134,13 +132,24 @@ func (d *WebhookDelivery) utc() {
 // MaxResponseBody bounds the stored response body.
 const MaxResponseBody = 4 << 10
 
+// storable makes the row's text columns storable (StorableText), in place:
+// they hold what a receiver answered, the error that came of it, and the
+// request as it was sent.
+func (d *WebhookDelivery) storable() {
+	d.RequestURL, d.RequestBody = StorableText(d.RequestURL, 0), StorableText(d.RequestBody, 0)
+	d.RequestHeaders, d.ResponseHeaders = storableHeaders(d.RequestHeaders), storableHeaders(d.ResponseHeaders)
+	d.ResponseBody = StorableText(d.ResponseBody, MaxResponseBody)
+	d.Error, d.ErrorMessage = StorableText(d.Error, 0), StorableText(d.ErrorMessage, MaxErrorMessage)
+	d.RemoteIP = StorableText(d.RemoteIP, 0)
+}
+
 // InsertDelivery stores one attempt; a missing id is generated.
 func (s *Store) InsertDelivery(ctx context.Context, d *WebhookDelivery) error {
 	if d.ID == "" {
 		d.ID = NewID(PrefixDelivery)
 	}
 	d.utc()
-	d.ResponseBody = storableText(d.ResponseBody, MaxResponseBody)
+	d.storable()
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(d).Error; err != nil {
 			return err
@@ -178,7 +187,7 @@ func (s *Store) InsertAttempt(ctx context.Context, d *WebhookDelivery) error {
 		d.ID = NewID(PrefixDelivery)
 	}
 	d.utc()
-	d.ResponseBody = storableText(d.ResponseBody, MaxResponseBody)
+	d.storable()
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		ds := statsDeltas{}
 		if d.Attempt > 1 && d.WorkflowID != "" {
@@ -244,7 +253,7 @@ func (s *Store) SettleLostAttempts(ctx context.Context, eventID, endpointID, wor
 // request's columns are left as written before it was sent.
 func (s *Store) FinishAttempt(ctx context.Context, d *WebhookDelivery) error {
 	d.utc()
-	d.ResponseBody = storableText(d.ResponseBody, MaxResponseBody)
+	d.storable()
 	var n int64
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		// The row as it was, locked, so that the rollups take back what it
@@ -381,19 +390,4 @@ func (s *Store) NextReplay(ctx context.Context, eventID, endpointID string, work
 		return 0, "", err
 	}
 	return n, id, nil
-}
-
-// storableText cuts s to at most max bytes on a character boundary and
-// makes it text every database takes: valid UTF-8, without NUL (which
-// PostgreSQL refuses in text).
-func storableText(s string, max int) string {
-	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }

@@ -54,13 +54,9 @@ func holdHeavyPool(t *testing.T, s *models.Store) (release func()) {
 // untilHeavyWaits polls until n calls have waited for a heavy connection.
 func untilHeavyWaits(t *testing.T, s *models.Store, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for s.HeavyPool().Stats().WaitCount < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("heavy-pool waits %d, want %d", s.HeavyPool().Stats().WaitCount, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	storetest.Eventually(t, hangGuard, fmt.Sprintf("%d waits for a heavy connection", n), func() bool {
+		return s.HeavyPool().Stats().WaitCount >= n
+	})
 }
 
 // tenantWithRecord creates a tenant with a module holding one record.
@@ -182,22 +178,19 @@ func TestHeavyStatementStopsAtDeadline(t *testing.T) {
 				// The server no longer runs it: polled, as the backend reports
 				// its state a moment after it answers.
 				sqlDB := db.SQL(t)
-				deadline := time.Now().Add(hangGuard)
-				for {
+				t.Cleanup(func() {
+					if t.Failed() { // leave no statement running behind
+						sqlDB.Exec("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", tag)
+					}
+				})
+				storetest.Eventually(t, hangGuard, "PostgreSQL to stop the statement after its deadline", func() bool {
 					var running int
 					err := sqlDB.QueryRow("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", tag).Scan(&running)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if running == 0 {
-						break
-					}
-					if time.Now().After(deadline) {
-						sqlDB.Exec("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", tag)
-						t.Fatal("PostgreSQL still runs the statement after its deadline")
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+					return running == 0
+				})
 			}
 
 			next, cancelNext := context.WithTimeout(context.Background(), hangGuard)

@@ -57,6 +57,20 @@ type InboundEvent struct {
 	ReceivedAt  time.Time
 }
 
+// storable makes the event's text columns storable (StorableText), in
+// place: they hold what the sender sent, and answers that may quote it.
+func (ev *InboundEvent) storable() {
+	ev.RequestID, ev.IP = StorableText(ev.RequestID, 0), StorableText(ev.IP, 0)
+	ev.Error, ev.ErrorMessage = StorableText(ev.Error, 0), StorableText(ev.ErrorMessage, 0)
+	ev.ErrorDetails = storableFieldErrors(ev.ErrorDetails)
+	ev.Headers = storableHeaders(ev.Headers)
+	ev.Body = StorableText(ev.Body, MaxInboundBody)
+	if ev.DeliveryID != nil {
+		id := StorableText(*ev.DeliveryID, 0)
+		ev.DeliveryID = &id
+	}
+}
+
 // SetError records a failed call's error on the event.
 func (ev *InboundEvent) SetError(status int, code, message string, details []FieldError) {
 	ev.Status, ev.Error, ev.ErrorMessage, ev.ErrorDetails = status, code, message, details
@@ -301,7 +315,7 @@ func withoutNulls(m map[string]any) map[string]any {
 }
 
 func (s *Store) insertInboundEvent(tx *gorm.DB, ev *InboundEvent) error {
-	ev.Body = storableText(ev.Body, MaxInboundBody)
+	ev.storable()
 	if ev.Headers == nil {
 		ev.Headers = Headers{}
 	}

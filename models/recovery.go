@@ -199,7 +199,7 @@ func (s *Store) FinishRecovery(ctx context.Context, id, status string, p Recover
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		return tx.Model(&WebhookRecovery{}).Where("id = ? AND status = ?", id, RecoveryRunning).Updates(map[string]any{
 			"status": status, "found": p.Found, "replayed": p.Replayed, "failed": p.Failed,
-			"error": storableText(why, 1000), "finished_at": at.UTC(),
+			"error": StorableText(why, maxRecoveryError), "finished_at": at.UTC(),
 		}).Error
 	})
 	if err != nil {

@@ -6,7 +6,86 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
+
+// Rows written from outside input (a request path, a receiver's answer,
+// an inbound call) hold text recordhub does not choose. Such text is made
+// storable here, by the store, as each row is written: PostgreSQL refuses
+// invalid UTF-8 and NUL in text (and NUL in jsonb), and a refused row would
+// lose a whole access-log batch or fail a delivery after its receiver got
+// it. Values a caller submits as data (records, modules, keys) are refused
+// instead, by validation, so that what is stored is what was sent.
+
+// Bounds of stored text columns, in bytes (with MaxResponseBody and
+// MaxInboundBody).
+const (
+	// MaxErrorMessage bounds a delivery's stored error message.
+	MaxErrorMessage = 500
+	// MaxAccessLogPath bounds an access log's path.
+	MaxAccessLogPath = 2048
+	// MaxUserAgent bounds an access log's user agent.
+	MaxUserAgent = 512
+	// maxRecoveryError bounds the error of a failed recovery.
+	maxRecoveryError = 1000
+)
+
+// StorableText returns s as text every database stores and gives back
+// unchanged: valid UTF-8 (each run of invalid bytes becomes U+FFFD), no
+// NUL (each becomes U+FFFD), and at most max bytes, cut on a character
+// boundary; max 0 bounds nothing. The store applies it to every text column
+// of the rows it writes from outside input; a caller that holds such text
+// before it reaches the store (a queue) may apply it earlier to bound its
+// memory, and the store's pass then changes nothing.
+func StorableText(s string, max int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// storableHeaders returns a copy of h whose names and values are storable
+// text (nil stays nil).
+func storableHeaders(h Headers) Headers {
+	if h == nil {
+		return nil
+	}
+	out := make(Headers, len(h))
+	for k, vs := range h {
+		k = StorableText(k, 0)
+		for _, v := range vs {
+			out[k] = append(out[k], StorableText(v, 0))
+		}
+		if vs != nil && out[k] == nil {
+			out[k] = []string{}
+		}
+	}
+	return out
+}
+
+// storableFieldErrors returns a copy of errs whose texts are storable
+// (nil stays nil).
+func storableFieldErrors(errs FieldErrors) FieldErrors {
+	if errs == nil {
+		return nil
+	}
+	out := make(FieldErrors, len(errs))
+	for i, e := range errs {
+		e.Field, e.Message, e.Source = StorableText(e.Field, 0), StorableText(e.Message, 0), StorableText(e.Source, 0)
+		out[i] = e
+	}
+	return out
+}
 
 // Values that PostgreSQL's jsonb cannot hold are refused on both databases
 // alike, so that a record SQLite takes is one PostgreSQL takes too: U+0000

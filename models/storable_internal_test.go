@@ -2,7 +2,10 @@ package models
 
 import (
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestNumberInRange(t *testing.T) {
@@ -41,5 +44,45 @@ func TestFindNUL(t *testing.T) {
 		if ok != tt.ok || (ok && fe.Field != tt.path) {
 			t.Errorf("FindNUL(%s) = %q %v, want %q %v", tt.body, fe.Field, ok, tt.path, tt.ok)
 		}
+	}
+}
+
+func TestStorableText(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"plain", 10, "plain"},
+		{"plain", 0, "plain"},
+		{"nul\x00byte", 20, "nul\uFFFDbyte"},
+		{"bad\xffutf8", 20, "bad\uFFFDutf8"},
+		{"run\xff\xfe\xfdend", 0, "run\uFFFDend"},
+		{"ééé", 3, "é"}, // 2-byte characters are not split
+		{"€€", 5, "€"},  // nor 3-byte ones
+		{"a😀", 4, "a"},  // nor 4-byte ones
+		{"\x00", 2, ""}, // U+FFFD takes 3 bytes
+		{"a\xff", 3, "a"},
+		{strings.Repeat("a", 5000), MaxResponseBody, strings.Repeat("a", MaxResponseBody)},
+		{strings.Repeat("\x00", 5000), 0, strings.Repeat("\uFFFD", 5000)},
+	} {
+		got := StorableText(c.in, c.max)
+		if got != c.want || !utf8.ValidString(got) || c.max > 0 && len(got) > c.max {
+			t.Errorf("StorableText(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+		if again := StorableText(got, c.max); again != got {
+			t.Errorf("StorableText of its own result %q = %q, want it unchanged", got, again)
+		}
+	}
+}
+
+func TestStorableHeaders(t *testing.T) {
+	got := storableHeaders(Headers{"X-A\x00": {"v\xff", "w"}, "X-Empty": {}})
+	want := Headers{"X-A\uFFFD": {"v\uFFFD", "w"}, "X-Empty": {}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("storableHeaders = %q, want %q", got, want)
+	}
+	if storableHeaders(nil) != nil {
+		t.Error("storableHeaders(nil) is not nil")
 	}
 }

@@ -101,12 +101,14 @@ func TestIsUnavailablePostgres(t *testing.T) {
 	add("syntax error", err, false)
 
 	cctx, cancel := context.WithCancel(ctx)
+	cancelled := make(chan error, 1)
 	go func() {
-		waitForQuery(t, db, "pg_sleep(30)")
-		cancel()
+		_, err := conn.Exec(cctx, "SELECT pg_sleep(30)")
+		cancelled <- err
 	}()
-	_, err = conn.Exec(cctx, "SELECT pg_sleep(30)")
-	add("statement cancelled by its client", err, false)
+	waitForQuery(t, db, "pg_sleep(30)")
+	cancel()
+	add("statement cancelled by its client", <-cancelled, false)
 	conn.Close(ctx)
 
 	conn, err = pgx.Connect(ctx, db.DSN)
@@ -166,25 +168,18 @@ func waitForQuery(t *testing.T, db *storetest.DB, marker string) {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), db.DSN)
 	if err != nil {
-		t.Error(err)
-		return
+		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	storetest.Eventually(t, 10*time.Second, "a statement with "+marker+" to start", func() bool {
 		var n int
 		err := conn.QueryRow(context.Background(),
 			"SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND strpos(query, $1) > 0", marker).Scan(&n)
 		if err != nil {
-			t.Error(err)
-			return
+			t.Fatal(err)
 		}
-		if n > 0 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Errorf("no statement with %q started", marker)
+		return n > 0
+	})
 }
 
 // TestIsUnavailableSQLite classifies errors modernc.org/sqlite really

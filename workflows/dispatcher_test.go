@@ -204,7 +204,7 @@ func TestDispatchersShareOutbox(t *testing.T) {
 				counts[i] = &countingStarter{Starter: server}
 				runDispatcher(t, &Dispatcher{Store: s, Starter: counts[i], Policy: testPolicy, BatchSize: 25, PollInterval: 10 * time.Millisecond})
 			}
-			waitFor(t, "every event dispatched", func() bool { return len(f.pending(t)) == 0 })
+			storetest.Eventually(t, 10*time.Second, "every event dispatched", func() bool { return len(f.pending(t)) == 0 })
 
 			started := map[string]int{}
 			for _, s := range server.starts() {
@@ -419,30 +419,38 @@ func TestDispatcherRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the start", func() bool { return len(starter.starts()) == 1 })
-			waitFor(t, "the marking", func() bool { return len(f.pending(t)) == 0 })
+			storetest.Eventually(t, 10*time.Second, "the start", func() bool { return len(starter.starts()) == 1 })
+			storetest.Eventually(t, 10*time.Second, "the marking", func() bool { return len(f.pending(t)) == 0 })
 			if got := starter.starts()[0].in; got.RecordID != r.ID || got.EndpointID != f.subscribed.ID {
 				t.Errorf("started %+v", got)
 			}
 			stop()
 
-			// Temporal down: a few tries, not a spin.
+			// Temporal down: tries spaced by a backoff that doubles from a
+			// tenth of MaxBackoff up to MaxBackoff, not a spin. Each gap
+			// is at least its backoff; a loaded machine only lengthens it.
 			starter.setFail(func(string) error { return errUnavailable })
 			disp = newDispatcher(f, starter)
 			disp.Metrics = NewMetrics(nil)
-			disp.PollInterval, disp.MaxBackoff = 20*time.Millisecond, 80*time.Millisecond
+			disp.PollInterval, disp.MaxBackoff = time.Hour, 80*time.Millisecond
 			ev := f.record(t)
-			runDispatcher(t, disp)
 			before := starter.numCalls()
-			time.Sleep(500 * time.Millisecond)
-			if n := starter.numCalls() - before; n < 2 || n > 15 {
-				t.Errorf("%d start attempts in 500 ms with backoff from 20 to 80 ms", n)
+			runDispatcher(t, disp)
+			backoffs := []time.Duration{8 * time.Millisecond, 16 * time.Millisecond, 32 * time.Millisecond, 64 * time.Millisecond, 80 * time.Millisecond, 80 * time.Millisecond}
+			storetest.Eventually(t, 10*time.Second, "failed tries to outlast the backoff's growth", func() bool {
+				return starter.numCalls()-before > len(backoffs)
+			})
+			at := starter.callTimes(before)
+			for i, want := range backoffs {
+				if gap := at[i+1].Sub(at[i]); gap < want {
+					t.Errorf("try %d came %v after the one before, want at least the backoff %v", i+2, gap, want)
+				}
 			}
 			if got := metricValue(t, disp.Metrics.pending); got != 1 {
 				t.Errorf("pending events gauge %v, want 1", got)
 			}
 			starter.setFail(nil)
-			waitFor(t, "the marking once Temporal is back", func() bool { return len(f.pending(t)) == 0 })
+			storetest.Eventually(t, 10*time.Second, "the marking once Temporal is back", func() bool { return len(f.pending(t)) == 0 })
 			if s := starter.starts(); len(s) != 2 || s[1].opts.ID != WorkflowID(ev.ID, f.subscribed.ID) {
 				t.Errorf("starts %+v", s)
 			}

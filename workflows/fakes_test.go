@@ -91,6 +91,8 @@ type start struct {
 	opts client.StartWorkflowOptions
 	in   DeliveryInput
 	err  error
+	// at is when the call was made.
+	at time.Time
 }
 
 // fakeStarter plays Temporal's side of a start: an id that was started
@@ -108,10 +110,11 @@ type fakeStarter struct {
 func newFakeStarter() *fakeStarter { return &fakeStarter{started: map[string]bool{}} }
 
 func (f *fakeStarter) ExecuteWorkflow(ctx context.Context, opts client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
-	time.Sleep(f.delay)
+	at := time.Now()
+	time.Sleep(f.delay) // the fake's own latency, not a wait for a condition
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c := start{opts: opts}
+	c := start{opts: opts, at: at}
 	if wf != DeliveryWorkflowName {
 		c.err = fmt.Errorf("workflow %v is not %s", wf, DeliveryWorkflowName)
 	} else if len(args) != 1 {
@@ -158,6 +161,17 @@ func (f *fakeStarter) numCalls() int {
 	return len(f.calls)
 }
 
+// callTimes returns when each call was made, from the n-th on.
+func (f *fakeStarter) callTimes(n int) []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []time.Time
+	for _, c := range f.calls[min(n, len(f.calls)):] {
+		out = append(out, c.at)
+	}
+	return out
+}
+
 func (f *fakeStarter) setFail(fail func(id string) error) {
 	f.mu.Lock()
 	f.fail = fail
@@ -173,15 +187,3 @@ func (r fakeRun) GetID() string    { return r.id }
 func (r fakeRun) GetRunID() string { return r.runID }
 
 var errUnavailable = serviceerror.NewUnavailable("connection refused")
-
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

@@ -39,7 +39,7 @@ func TestRecoveryCappedThenNext(t *testing.T) {
 			// Its replays arrive first: an event it took that was written
 			// in the same millisecond as the first one it left is then
 			// not found again (it has succeeded).
-			waitUntil(t, "the first recovery's replays to succeed", 3*time.Minute, func() bool {
+			storetest.Eventually(t, 3*time.Minute, "the first recovery's replays to succeed", func() bool {
 				return rig.count(models.DeliveryQuery{Succeeded: ptr(true)}) >= maxEvents
 			})
 			until := done.WindowUntil
@@ -56,7 +56,7 @@ func TestRecoveryCappedThenNext(t *testing.T) {
 					next.Status, next.Error, next.Capped, next.Found, next.Replayed, events-maxEvents)
 			}
 
-			waitUntil(t, "every event's replay to succeed", 3*time.Minute, func() bool {
+			storetest.Eventually(t, 3*time.Minute, "every event's replay to succeed", func() bool {
 				ok := map[string]bool{}
 				for _, r := range rig.rows() {
 					if r.ReplayOf != nil && r.Succeeded {

@@ -185,7 +185,7 @@ func (r *recoveryRig) failDeliveries(n int) time.Duration {
 	d := &Dispatcher{Store: r.store, Starter: r.c, Policy: r.policy, TaskQueue: r.queue, PollInterval: 50 * time.Millisecond}
 	done := make(chan struct{})
 	go func() { defer close(done); d.Run(dctx) }()
-	waitUntil(r.tb, fmt.Sprintf("%d failed deliveries", n), 3*time.Minute, func() bool {
+	storetest.Eventually(r.tb, 3*time.Minute, fmt.Sprintf("%d failed deliveries", n), func() bool {
 		return r.count(models.DeliveryQuery{Succeeded: ptr(false), Error: models.DeliveryErrHTTPStatus}) == int64(n)
 	})
 	took := time.Since(began)
@@ -223,7 +223,7 @@ func (r *recoveryRig) waitRecovery(id string) *models.WebhookRecovery {
 		done *models.WebhookRecovery
 		err  error
 	)
-	waitUntil(r.tb, "the recovery to end", 3*time.Minute, func() bool {
+	storetest.Eventually(r.tb, 3*time.Minute, "the recovery to end", func() bool {
 		done, err = r.store.GetRecovery(r.tb.Context(), r.tenantID, r.ep.ID, id)
 		return err == nil && done.Status != models.RecoveryRunning
 	})
@@ -295,7 +295,7 @@ func TestRecoveryEndToEnd(t *testing.T) {
 			// at-least-once within an execution, not a second replay.
 			// Counted by event: an attempt made again succeeds twice.
 			var rows []models.WebhookDelivery
-			waitUntil(t, "every event's replay to succeed", 3*time.Minute, func() bool {
+			storetest.Eventually(t, 3*time.Minute, "every event's replay to succeed", func() bool {
 				rows = rig.rows()
 				ok := map[string]bool{}
 				for _, r := range rows {
@@ -393,7 +393,7 @@ func TestRecoverySendsSkipped(t *testing.T) {
 			if done := rig.waitRecovery(rec.ID); done.Status != models.RecoveryCompleted || done.Found != events || done.Replayed != events {
 				t.Fatalf("recovery %s: found %d, replayed %d; want completed with %d each", done.Status, done.Found, done.Replayed, events)
 			}
-			waitUntil(t, "the skipped events to arrive", time.Minute, func() bool {
+			storetest.Eventually(t, time.Minute, "the skipped events to arrive", func() bool {
 				return rig.count(models.DeliveryQuery{Succeeded: ptr(true)}) == events
 			})
 			got := rig.rcv.requests()
@@ -432,25 +432,13 @@ func BenchmarkRecovery(b *testing.B) {
 			b.Fatalf("recovery replayed %d of %d", done.Replayed, events)
 		}
 		started := time.Since(began)
-		waitUntil(b, "every replay to succeed", 3*time.Minute, func() bool {
+		storetest.Eventually(b, 3*time.Minute, "every replay to succeed", func() bool {
 			return rig.count(models.DeliveryQuery{Succeeded: ptr(true)}) >= events // no worker stops here: one success each
 		})
 		delivered := time.Since(began)
 		b.ReportMetric(events/failed.Seconds(), "deliveries/s")
 		b.ReportMetric(events/started.Seconds(), "replay-starts/s")
 		b.ReportMetric(events/delivered.Seconds(), "replays-delivered/s")
-	}
-}
-
-// waitUntil polls cond until it holds or d passes.
-func waitUntil(t testing.TB, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

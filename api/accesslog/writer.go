@@ -35,9 +35,12 @@ type Writer struct {
 	store Store
 	opts  Options
 	queue chan models.AccessLog
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	// flushes carries Flush's requests to Run: each is closed once the
+	// rows queued before it are written.
+	flushes chan chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
 }
 
 // New returns a Writer; call Run to start writing.
@@ -59,8 +62,9 @@ func New(store Store, opts Options) *Writer {
 	}
 	return &Writer{
 		store: store, opts: opts,
-		queue: make(chan models.AccessLog, opts.QueueSize),
-		stop:  make(chan struct{}), done: make(chan struct{}),
+		queue:   make(chan models.AccessLog, opts.QueueSize),
+		flushes: make(chan chan struct{}),
+		stop:    make(chan struct{}), done: make(chan struct{}),
 	}
 }
 
@@ -92,29 +96,58 @@ func (w *Writer) Run(ctx context.Context) {
 		w.write(context.WithoutCancel(ctx), batch)
 		batch = batch[:0]
 	}
+	add := func(l models.AccessLog) {
+		batch = append(batch, l)
+		if len(batch) >= w.opts.BatchSize {
+			flush()
+		}
+	}
+	// drainAndFlush writes every row queued now.
+	drainAndFlush := func() {
+		for {
+			select {
+			case l := <-w.queue:
+				add(l)
+			default:
+				flush()
+				return
+			}
+		}
+	}
 	for {
 		select {
 		case l := <-w.queue:
-			batch = append(batch, l)
-			if len(batch) >= w.opts.BatchSize {
-				flush()
-			}
+			add(l)
 		case <-ticker.C:
 			flush()
+		case done := <-w.flushes:
+			drainAndFlush()
+			close(done)
 		case <-w.stop:
-			for {
-				select {
-				case l := <-w.queue:
-					batch = append(batch, l)
-					if len(batch) >= w.opts.BatchSize {
-						flush()
-					}
-				default:
-					flush()
-					return
-				}
-			}
+			drainAndFlush()
+			return
 		}
+	}
+}
+
+// Flush writes the rows enqueued before it was called (and perhaps some
+// enqueued since), and returns once they are written, or when ctx ends or
+// the Writer has stopped. A row whose batch could not be written counts as
+// written: Flush waits, it does not report on the store.
+func (w *Writer) Flush(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case w.flushes <- done:
+	case <-w.done:
+		return nil // Close wrote everything
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -52,12 +52,12 @@ func TestEndpointDisabledEndToEnd(t *testing.T) {
 			watcher.mu.Unlock()
 
 			jsonCall(t, "POST", base+"/api/modules/"+modID+"/records", key, map[string]any{"fields": map[string]any{"title": "first"}})
-			waitFor(t, "A disabled by its 410", 30*time.Second, func() bool {
+			storetest.Eventually(t, 30*time.Second, "A disabled by its 410", func() bool {
 				st, m := call(t, "GET", base+"/api/admin/webhook-endpoints/"+aID, key, "")
 				h, _ := m["health"].(map[string]any)
 				return st == 200 && h["state"] == "disabled" && h["disabled_reason"] == "gone"
 			})
-			waitFor(t, "B's endpoint_disabled delivery", 30*time.Second, func() bool { return len(watcher.received()) > 0 })
+			storetest.Eventually(t, 30*time.Second, "B's endpoint_disabled delivery", func() bool { return len(watcher.received()) > 0 })
 			got := watcher.received()[0]
 			endpoint, _ := got.body["endpoint"].(map[string]any)
 			if !got.verified || got.event != models.EventEndpointDisabled || got.attempt != "1" || got.body["event"] != models.EventEndpointDisabled ||
@@ -79,7 +79,7 @@ func TestEndpointDisabledEndToEnd(t *testing.T) {
 			// A record change while A is disabled: skipped for A, and visible.
 			second := jsonCall(t, "POST", base+"/api/modules/"+modID+"/records", key, map[string]any{"fields": map[string]any{"title": "second"}})
 			var skipped map[string]any
-			waitFor(t, "A's skipped row", 30*time.Second, func() bool {
+			storetest.Eventually(t, 30*time.Second, "A's skipped row", func() bool {
 				st, m := call(t, "GET", base+"/api/admin/webhook-deliveries?endpoint_id="+aID+"&error=endpoint_disabled", key, "")
 				if st != 200 || m["total"].(float64) != 1 {
 					return false

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
 )
 
 // TestTenantFairness: while tenant A has 2,000 deliveries
@@ -72,7 +73,7 @@ func TestTenantFairness(t *testing.T) {
 		sent := time.Now()
 		aBefore := a.rcv.events()
 		id := create(b)
-		waitFor(t, fmt.Sprintf("tenant B's event %d", i+1), 30*time.Second, func() bool { _, ok := b.rcv.at(id); return ok })
+		storetest.Eventually(t, 30*time.Second, fmt.Sprintf("tenant B's event %d", i+1), func() bool { _, ok := b.rcv.at(id); return ok })
 		got, _ := b.rcv.at(id)
 		aAfter := a.rcv.events()
 		pendingA := burst - aAfter
@@ -93,7 +94,7 @@ func TestTenantFairness(t *testing.T) {
 		}
 	}
 	// And A's deliveries all arrive, once each.
-	waitFor(t, "all of tenant A's deliveries", 3*time.Minute, func() bool { return a.rcv.events() == burst })
+	storetest.Eventually(t, 3*time.Minute, "all of tenant A's deliveries", func() bool { return a.rcv.events() == burst })
 	if d := a.rcv.doubled(); len(d) > 0 {
 		t.Errorf("tenant A's events delivered more than once: %v", d)
 	}

@@ -96,9 +96,9 @@ func TestCustomHeadersEndToEnd(t *testing.T) {
 
 			jsonCall(t, "POST", base+"/api/modules/"+mod["id"].(string)+"/records", key, map[string]any{"fields": map[string]any{"title": "a"}})
 			// The first attempt fails (503), its retry succeeds.
-			waitFor(t, "the first attempt and its retry", 30*time.Second, func() bool { return len(rcv.requests()) >= 2 })
+			storetest.Eventually(t, 30*time.Second, "the first attempt and its retry", func() bool { return len(rcv.requests()) >= 2 })
 			var deliveryID string
-			waitFor(t, "the successful attempt's row", 30*time.Second, func() bool {
+			storetest.Eventually(t, 30*time.Second, "the successful attempt's row", func() bool {
 				st, m := call(t, "GET", base+"/api/admin/webhook-deliveries?succeeded=true&endpoint_id="+epID, key, "")
 				if st != 200 || m["total"].(float64) != 1 {
 					return false
@@ -111,7 +111,7 @@ func TestCustomHeadersEndToEnd(t *testing.T) {
 				t.Fatalf("replay: %d %v", st, rep)
 			}
 			// The replay, with the same X-Webhook-Id, succeeds at once: the third request.
-			waitFor(t, "the replay", 30*time.Second, func() bool { return len(rcv.requests()) >= 3 })
+			storetest.Eventually(t, 30*time.Second, "the replay", func() bool { return len(rcv.requests()) >= 3 })
 
 			for i, h := range rcv.requests() {
 				if h.Get("Authorization") != token || h.Get("X-Api-Key") != apiKey {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
 )
 
 // TestListenEndToEnd is the README walkthrough's end: the real service,
@@ -41,7 +42,7 @@ func TestListenEndToEnd(t *testing.T) {
 	}()
 	subscribe := regexp.MustCompile(`Subscribe this URL: (http://127\.0\.0\.1:\d+/\S*)\n`)
 	var url string
-	waitFor(t, "listen's URL", 10*time.Second, func() bool {
+	storetest.Eventually(t, 10*time.Second, "listen's URL", func() bool {
 		if m := subscribe.FindStringSubmatch(out.String()); m != nil {
 			url = m[1]
 		}
@@ -54,7 +55,7 @@ func TestListenEndToEnd(t *testing.T) {
 	jsonCall(t, "PATCH", base+"/api/modules/"+modID+"/records/"+recID, key, map[string]any{"fields": map[string]any{"title": "final"}})
 
 	var delivery string
-	waitFor(t, "the record_updated delivery in listen's output", 30*time.Second, func() bool {
+	storetest.Eventually(t, 30*time.Second, "the record_updated delivery in listen's output", func() bool {
 		for block := range strings.SplitSeq(out.String(), "\n--- ") {
 			if strings.Contains(block, "event:               record_updated\n") {
 				delivery = block

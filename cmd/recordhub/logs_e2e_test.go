@@ -22,6 +22,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
 	"github.com/recordhub/recordhub/workflows"
 )
 
@@ -123,7 +124,7 @@ func TestFailedAttemptsLog(t *testing.T) {
 		t.Fatalf("DELETE: %d %v", st, m)
 	}
 	const events = 5
-	waitFor(t, "every attempt at the 500 receiver", 60*time.Second, func() bool { return len(failing.requests()) >= events*retryMax })
+	storetest.Eventually(t, 60*time.Second, "every attempt at the 500 receiver", func() bool { return len(failing.requests()) >= events*retryMax })
 	sent := failing.requests()
 	eventTypes := map[string]string{} // event id → type, as the receiver saw them
 	for _, r := range sent {
@@ -142,7 +143,7 @@ func TestFailedAttemptsLog(t *testing.T) {
 		for epID := range endpoints {
 			id := workflows.WorkflowID(evID, epID)
 			var status enumspb.WorkflowExecutionStatus
-			waitFor(t, id+" to end", 30*time.Second, func() bool {
+			storetest.Eventually(t, 30*time.Second, id+" to end", func() bool {
 				d, err := c.DescribeWorkflowExecution(t.Context(), id, "")
 				if err != nil {
 					t.Fatalf("describe %s: %v", id, err)

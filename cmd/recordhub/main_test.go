@@ -438,18 +438,6 @@ func TestServeRoles(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // webhookConfig is a role-all service with the embedded Temporal server on
 // free ports, fast retries, and loopback receivers allowed.
 func webhookConfig(t *testing.T, d models.Dialect) Config {

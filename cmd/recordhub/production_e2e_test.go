@@ -223,7 +223,7 @@ func TestProductionShape(t *testing.T) {
 
 	const n = 400
 	concurrently(n, 16, func() { create() })
-	waitFor(t, "every delivery", 3*time.Minute, func() bool { return rcv.events() == n })
+	storetest.Eventually(t, 3*time.Minute, "every delivery", func() bool { return rcv.events() == n })
 
 	for id, c := range rcv.doubled() {
 		t.Errorf("event %s delivered %d times", id, c)
@@ -257,7 +257,7 @@ func TestProductionShape(t *testing.T) {
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a worker to see Temporal gone", 30*time.Second, func() bool {
+	storetest.Eventually(t, 30*time.Second, "a worker to see Temporal gone", func() bool {
 		st, _ := call(t, "GET", workers[0]+"/readyz", "", "")
 		return st == http.StatusServiceUnavailable
 	})
@@ -313,7 +313,7 @@ func TestProductionShape(t *testing.T) {
 			t.Fatal("Temporal did not start workflows on every shard within a minute of its restart")
 		}
 	}
-	waitFor(t, "the events written while Temporal was down", time.Minute, func() bool {
+	storetest.Eventually(t, time.Minute, "the events written while Temporal was down", func() bool {
 		for _, id := range written {
 			if _, ok := rcv.at(id); !ok {
 				return false

@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/recordhub/recordhub/models/storetest"
 	"github.com/recordhub/recordhub/workflows"
 )
 
@@ -41,7 +42,7 @@ func checkPurgeSchedule(t *testing.T, cfg Config) {
 		t.Fatal(err)
 	}
 	var started *client.ScheduleWorkflowExecution
-	waitFor(t, "the triggered purge to start", 30*time.Second, func() bool {
+	storetest.Eventually(t, 30*time.Second, "the triggered purge to start", func() bool {
 		d, err := h.Describe(ctx)
 		if err != nil || len(d.Info.RecentActions) == 0 {
 			return false

@@ -52,13 +52,12 @@ func startRedis(t *testing.T) (string, *exec.Cmd) {
 			cmd.Wait()
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for !answersPing(addr) {
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s did not answer PING within 10s; its output:\n%s", addr, out.String())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("redis-server's output:\n%s", out.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	})
+	storetest.Eventually(t, 10*time.Second, "redis-server on "+addr+" to answer PING", func() bool { return answersPing(addr) })
 	return "redis://" + addr, cmd
 }
 

@@ -126,7 +126,7 @@ func testTraces(t *testing.T, d models.Dialect, on bool) {
 	}
 
 	var fromAPI, fromInbound delivered
-	waitFor(t, "both deliveries", 30*time.Second, func() bool {
+	storetest.Eventually(t, 30*time.Second, "both deliveries", func() bool {
 		var ok1, ok2 bool
 		fromAPI, ok1 = rcv.of(created["id"].(string))
 		fromInbound, ok2 = rcv.of(inbound["recordId"].(string))
@@ -184,7 +184,7 @@ func testTraces(t *testing.T, d models.Dialect, on bool) {
 			t.Errorf("%s: receiver got traceparent %q", c.what, c.dl.traceparent)
 			continue
 		}
-		waitFor(t, c.what+"'s workflow span", 30*time.Second, func() bool { _, ok := spansOf(id)["RunWorkflow:Delivery"]; return ok })
+		storetest.Eventually(t, 30*time.Second, c.what+"'s workflow span", func() bool { _, ok := spansOf(id)["RunWorkflow:Delivery"]; return ok })
 		spans := spansOf(id)
 		root, ok := spans[c.root]
 		if !ok {

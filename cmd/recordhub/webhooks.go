@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/backoff"
 
 	"github.com/recordhub/recordhub/activities"
+	"github.com/recordhub/recordhub/cmd/internal/loglevel"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/workflows"
 )
@@ -66,7 +67,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	// A failed attempt that is the receiver's doing is logged by the
 	// deliverer, once, as a warning, and its error is benign, which the
 	// SDK logs at debug level: its errors are the ones to act on.
-	sdkLog := slog.New(levelFilter{log.Handler(), slog.LevelWarn})
+	sdkLog := slog.New(loglevel.Filter(log.Handler(), slog.LevelWarn))
 	opts := client.Options{
 		HostPort: addr, Namespace: cfg.TemporalNamespace, Logger: sdklog.NewStructuredLogger(sdkLog),
 		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{grpc.WithConnectParams(reconnectBackoff)}},
@@ -173,22 +174,4 @@ func (wh *webhooks) stop() {
 		case <-time.After(30 * time.Second):
 		}
 	}
-}
-
-// levelFilter drops records below a level.
-type levelFilter struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= f.min && f.Handler.Enabled(ctx, l)
-}
-
-func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
-	return levelFilter{f.Handler.WithAttrs(a), f.min}
-}
-
-func (f levelFilter) WithGroup(n string) slog.Handler {
-	return levelFilter{f.Handler.WithGroup(n), f.min}
 }

@@ -20,8 +20,11 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
+	"github.com/recordhub/recordhub/workflows"
 )
 
 // receiver is a webhook receiver that verifies signatures like a careful
@@ -97,7 +100,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 			jsonCall(t, "PATCH", base+"/api/modules/"+modID+"/records/"+rec["id"].(string), key, map[string]any{"fields": map[string]any{"stage": "done"}})
 
 			// The healthy receiver gets created, updated and status_change, each signed.
-			waitFor(t, "three deliveries", 30*time.Second, func() bool { return len(ok.received()) >= 3 })
+			storetest.Eventually(t, 30*time.Second, "three deliveries", func() bool { return len(ok.received()) >= 3 })
 			events := map[string]bool{}
 			for _, g := range ok.received() {
 				if !g.verified {
@@ -121,7 +124,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 					created = g
 				}
 			}
-			waitFor(t, "retries to succeed", 30*time.Second, func() bool {
+			storetest.Eventually(t, 30*time.Second, "retries to succeed", func() bool {
 				st, m := call(t, "GET", base+"/api/admin/webhook-deliveries?succeeded=true&event_id="+created.id+"&limit=100", key, "")
 				return st == 200 && m["total"].(float64) == 2 // one per endpoint
 			})
@@ -156,7 +159,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 			if st != 202 || !strings.HasSuffix(rep["workflow_id"].(string), "/replay-1") {
 				t.Fatalf("replay: %d %v", st, rep)
 			}
-			waitFor(t, "the replay, with the event's X-Webhook-Id", 30*time.Second, func() bool {
+			storetest.Eventually(t, 30*time.Second, "the replay, with the event's X-Webhook-Id", func() bool {
 				for _, g := range append(ok.received()[beforeOK:], flaky.received()[beforeFlaky:]...) {
 					if g.id == created.id {
 						return true
@@ -164,7 +167,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 				}
 				return false
 			})
-			waitFor(t, "the replay's row", 10*time.Second, func() bool {
+			storetest.Eventually(t, 10*time.Second, "the replay's row", func() bool {
 				st, m := call(t, "GET", base+"/api/admin/webhook-deliveries?event_id="+created.id+"&limit=100", key, "")
 				if st != 200 {
 					return false
@@ -194,7 +197,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 			jsonCall(t, "PATCH", base+"/api/admin/webhook-endpoints/"+ep["id"].(string), key, map[string]any{"url": hook["url"]})
 			src := jsonCall(t, "POST", base+"/api/modules/"+modID+"/records", key, map[string]any{"fields": map[string]any{"title": "mirrored"}})
 			var mirrored map[string]any
-			waitFor(t, "the mirror record", 30*time.Second, func() bool {
+			storetest.Eventually(t, 30*time.Second, "the mirror record", func() bool {
 				st, m := call(t, "GET", base+"/api/modules/"+mirrorID+"/records?filter[source_id]="+src["id"].(string), key, "")
 				if st == 200 && m["total"].(float64) == 1 {
 					mirrored = m["data"].([]any)[0].(map[string]any)
@@ -204,7 +207,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 			if title := mirrored["fields"].(map[string]any)["title"]; title != "mirrored" {
 				t.Errorf("mirror record fields %v", mirrored["fields"])
 			}
-			waitFor(t, "the mirror record's own record_created", 30*time.Second, func() bool {
+			storetest.Eventually(t, 30*time.Second, "the mirror record's own record_created", func() bool {
 				for _, g := range ok.received() {
 					if g.event == "record_created" && g.body["record"].(map[string]any)["id"] == mirrored["id"] {
 						return true
@@ -258,9 +261,13 @@ func TestCrashAfterWrite(t *testing.T) {
 		}
 		return n, ids
 	}
-	waitFor(t, "the delivery after restart", 60*time.Second, func() bool { n, _ := accepted(); return n >= 1 })
-	// Retries are 200 ms apart: a duplicate would show within a few.
-	time.Sleep(2 * time.Second)
+	storetest.Eventually(t, 60*time.Second, "the delivery after restart", func() bool { n, _ := accepted(); return n >= 1 })
+	// Nothing more can be sent once the event's delivery workflow has
+	// ended and the event is no longer pending (no dispatch starts another).
+	_, ids := accepted()
+	for id := range ids {
+		waitDelivered(t, cfg, id, ep["id"].(string))
+	}
 	if _, ids := accepted(); len(ids) != 1 {
 		t.Errorf("%d distinct events delivered, want 1", len(ids))
 	}
@@ -277,6 +284,34 @@ func TestCrashAfterWrite(t *testing.T) {
 	if ok != 1 {
 		t.Errorf("%d successful delivery rows, want exactly 1", ok)
 	}
+}
+
+// waitDelivered waits until the delivery workflow of an event to an
+// endpoint has ended, and the event is no longer pending in the outbox.
+func waitDelivered(t *testing.T, cfg Config, eventID, endpointID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	c, err := client.Dial(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", cfg.TemporalPort), Namespace: cfg.TemporalNamespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.GetWorkflow(ctx, workflows.WorkflowID(eventID, endpointID), "").Get(ctx, nil); err != nil {
+		t.Fatalf("delivery workflow of %s: %v", eventID, err)
+	}
+	store, err := openStore(ctx, cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	storetest.Eventually(t, 30*time.Second, "the event to leave the outbox", func() bool {
+		pending, err := store.PendingEvents(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(pending) == 0
+	})
 }
 
 // child is the service running in a child process.
@@ -307,7 +342,7 @@ func startChild(t *testing.T, cfg Config) *child {
 	}
 	c := &child{cmd: cmd}
 	t.Cleanup(func() { c.kill(t) })
-	waitFor(t, "the child to listen", 60*time.Second, func() bool {
+	storetest.Eventually(t, 60*time.Second, "the child to listen", func() bool {
 		b, err := os.ReadFile(addrFile)
 		if err != nil || len(b) == 0 {
 			return false

@@ -15,6 +15,8 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/recordhub/recordhub/models/storetest"
 )
 
 // defaultPostgresURL is used when RECORDHUB_TEST_DATABASE_URL is unset; any
@@ -72,18 +74,6 @@ func runGreeting(ctx context.Context, t *testing.T, c client.Client, taskQueue, 
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func TestServer(t *testing.T) {
 	pgURL := postgresURL(t)
 	// Generous: the first Build on a machine compiles the whole server.
@@ -130,7 +120,7 @@ func TestServer(t *testing.T) {
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "CheckHealth fails after Kill", func() bool {
+	storetest.Eventually(t, 10*time.Second, "CheckHealth fails after Kill", func() bool {
 		hctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		_, err := c.CheckHealth(hctx, &client.CheckHealthRequest{})
@@ -142,7 +132,7 @@ func TestServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("restarted in %v", time.Since(start))
-	eventually(t, 30*time.Second, "CheckHealth answers after Restart", func() bool {
+	storetest.Eventually(t, 30*time.Second, "CheckHealth answers after Restart", func() bool {
 		hctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		_, err := c.CheckHealth(hctx, &client.CheckHealthRequest{})

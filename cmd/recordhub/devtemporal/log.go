@@ -7,6 +7,8 @@ import (
 
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
+
+	"github.com/recordhub/recordhub/cmd/internal/loglevel"
 )
 
 // serverSlog is the logger the embedded server and its internal clients
@@ -17,7 +19,7 @@ import (
 // frontend refuses, for a while even after Stop returns. Errors that need
 // no operator are dropped too (see transientError).
 func serverSlog(l *slog.Logger, min *slog.LevelVar) *slog.Logger {
-	return slog.New(minLevelHandler{min: min, next: l.Handler()}).With("component", "temporal")
+	return slog.New(quietHandler{Handler: loglevel.Filter(l.Handler(), min), min: min}).With("component", "temporal")
 }
 
 // benignWarnings are the beginnings of warnings the server logs at every
@@ -26,16 +28,14 @@ var benignWarnings = []string{
 	"HTTP API port has not been set. Nexus HTTP endpoints will not be available.",
 }
 
-type minLevelHandler struct {
-	min  *slog.LevelVar
-	next slog.Handler
+// quietHandler drops, from the records its level filter lets through,
+// the benign warnings and transient errors.
+type quietHandler struct {
+	slog.Handler // loglevel.Filter at min
+	min          *slog.LevelVar
 }
 
-func (h minLevelHandler) Enabled(ctx context.Context, level slog.Level) bool {
-	return level >= h.min.Level() && h.next.Enabled(ctx, level)
-}
-
-func (h minLevelHandler) Handle(ctx context.Context, r slog.Record) error {
+func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
 	for _, prefix := range benignWarnings {
 		if strings.HasPrefix(r.Message, prefix) {
 			return nil
@@ -44,7 +44,7 @@ func (h minLevelHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelError && transientError(r, h.min.Level() >= slog.LevelError) {
 		return nil
 	}
-	return h.next.Handle(ctx, r)
+	return h.Handler.Handle(ctx, r)
 }
 
 // transientError reports whether an error the server logs is one of its
@@ -67,12 +67,12 @@ func transientError(r slog.Record, stopping bool) bool {
 	return transient
 }
 
-func (h minLevelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return minLevelHandler{min: h.min, next: h.next.WithAttrs(attrs)}
+func (h quietHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return quietHandler{Handler: h.Handler.WithAttrs(attrs), min: h.min}
 }
 
-func (h minLevelHandler) WithGroup(name string) slog.Handler {
-	return minLevelHandler{min: h.min, next: h.next.WithGroup(name)}
+func (h quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{Handler: h.Handler.WithGroup(name), min: h.min}
 }
 
 // serverLogger adapts slog to the server's logger interface. Panic and Fatal
