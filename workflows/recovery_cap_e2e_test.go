@@ -39,8 +39,9 @@ func TestRecoveryCappedThenNext(t *testing.T) {
 			// Its replays arrive first: an event it took that was written
 			// in the same millisecond as the first one it left is then
 			// not found again (it has succeeded).
-			storetest.Eventually(t, 3*time.Minute, "the first recovery's replays to succeed", func() bool {
-				return rig.count(models.DeliveryQuery{Succeeded: ptr(true)}) >= maxEvents
+			storetest.WhileProgressing(t, time.Minute, "the first recovery's replays to succeed", func() (int, bool) {
+				n := rig.count(models.DeliveryQuery{Succeeded: ptr(true)})
+				return int(n), n >= maxEvents
 			})
 			until := done.WindowUntil
 			second, err := recoveries.Start(ctx, rig.tenantID, rig.ep.ID, *done.NextSince, &until)
@@ -56,14 +57,14 @@ func TestRecoveryCappedThenNext(t *testing.T) {
 					next.Status, next.Error, next.Capped, next.Found, next.Replayed, events-maxEvents)
 			}
 
-			storetest.Eventually(t, 3*time.Minute, "every event's replay to succeed", func() bool {
+			storetest.WhileProgressing(t, time.Minute, "every event's replay to succeed", func() (int, bool) {
 				ok := map[string]bool{}
 				for _, r := range rig.rows() {
 					if r.ReplayOf != nil && r.Succeeded {
 						ok[r.EventID] = true
 					}
 				}
-				return len(ok) == events
+				return len(ok), len(ok) == events
 			})
 			replays := map[string]map[string]bool{}
 			for _, r := range rig.rows() {

@@ -185,8 +185,9 @@ func (r *recoveryRig) failDeliveries(n int) time.Duration {
 	d := &Dispatcher{Store: r.store, Starter: r.c, Policy: r.policy, TaskQueue: r.queue, PollInterval: 50 * time.Millisecond}
 	done := make(chan struct{})
 	go func() { defer close(done); d.Run(dctx) }()
-	storetest.Eventually(r.tb, 3*time.Minute, fmt.Sprintf("%d failed deliveries", n), func() bool {
-		return r.count(models.DeliveryQuery{Succeeded: ptr(false), Error: models.DeliveryErrHTTPStatus}) == int64(n)
+	storetest.WhileProgressing(r.tb, time.Minute, fmt.Sprintf("%d failed deliveries", n), func() (int, bool) {
+		got := r.count(models.DeliveryQuery{Succeeded: ptr(false), Error: models.DeliveryErrHTTPStatus})
+		return int(got), got == int64(n)
 	})
 	took := time.Since(began)
 	stop()
@@ -223,9 +224,12 @@ func (r *recoveryRig) waitRecovery(id string) *models.WebhookRecovery {
 		done *models.WebhookRecovery
 		err  error
 	)
-	storetest.Eventually(r.tb, 3*time.Minute, "the recovery to end", func() bool {
+	storetest.WhileProgressing(r.tb, time.Minute, "the recovery to end", func() (int, bool) {
 		done, err = r.store.GetRecovery(r.tb.Context(), r.tenantID, r.ep.ID, id)
-		return err == nil && done.Status != models.RecoveryRunning
+		if err != nil {
+			return -1, false
+		}
+		return done.Found + done.Replayed + done.Failed, done.Status != models.RecoveryRunning
 	})
 	return done
 }
@@ -295,7 +299,7 @@ func TestRecoveryEndToEnd(t *testing.T) {
 			// at-least-once within an execution, not a second replay.
 			// Counted by event: an attempt made again succeeds twice.
 			var rows []models.WebhookDelivery
-			storetest.Eventually(t, 3*time.Minute, "every event's replay to succeed", func() bool {
+			storetest.WhileProgressing(t, time.Minute, "every event's replay to succeed", func() (int, bool) {
 				rows = rig.rows()
 				ok := map[string]bool{}
 				for _, r := range rows {
@@ -303,7 +307,7 @@ func TestRecoveryEndToEnd(t *testing.T) {
 						ok[r.EventID] = true
 					}
 				}
-				return len(ok) == events
+				return len(ok), len(ok) == events
 			})
 			t.Logf("every replay succeeded after %s", time.Since(began).Round(time.Millisecond))
 			replays := map[string]map[string]bool{}

@@ -124,7 +124,10 @@ func TestFailedAttemptsLog(t *testing.T) {
 		t.Fatalf("DELETE: %d %v", st, m)
 	}
 	const events = 5
-	storetest.Eventually(t, 60*time.Second, "every attempt at the 500 receiver", func() bool { return len(failing.requests()) >= events*retryMax })
+	storetest.WhileProgressing(t, time.Minute, "every attempt at the 500 receiver", func() (int, bool) {
+		n := len(failing.requests())
+		return n, n >= events*retryMax
+	})
 	sent := failing.requests()
 	eventTypes := map[string]string{} // event id → type, as the receiver saw them
 	for _, r := range sent {

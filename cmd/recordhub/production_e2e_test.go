@@ -223,7 +223,10 @@ func TestProductionShape(t *testing.T) {
 
 	const n = 400
 	concurrently(n, 16, func() { create() })
-	storetest.Eventually(t, 3*time.Minute, "every delivery", func() bool { return rcv.events() == n })
+	storetest.WhileProgressing(t, time.Minute, "every delivery", func() (int, bool) {
+		got := rcv.events()
+		return got, got == n
+	})
 
 	for id, c := range rcv.doubled() {
 		t.Errorf("event %s delivered %d times", id, c)

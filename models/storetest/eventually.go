@@ -29,3 +29,32 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		pause = min(2*pause, 100*time.Millisecond)
 	}
 }
+
+// WhileProgressing waits for bulk work (a thousand deliveries, a
+// recovery's pages): it calls progress until it reports done, and fails
+// the test only when the count it reports (deliveries made, rows written)
+// has not grown for stall. A busy machine slows the work down but cannot
+// fail the wait while the work goes on; work that stops fails it within
+// stall, with the last count. Polling is as Eventually's.
+func WhileProgressing(t testing.TB, stall time.Duration, what string, progress func() (n int, done bool)) {
+	t.Helper()
+	pause := time.Millisecond
+	failed := t.Failed()
+	last, moved := -1, time.Now()
+	for {
+		n, done := progress()
+		if done {
+			return
+		}
+		if !failed && t.Failed() {
+			t.FailNow()
+		}
+		if n != last {
+			last, moved = n, time.Now()
+		} else if time.Since(moved) > stall {
+			t.Fatalf("%s: stalled at %d for %v", what, n, stall)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}

@@ -53,3 +53,36 @@ func TestEventually(t *testing.T) {
 		t.Errorf("a condition that fails the test: failed %v, fatal %q after %d calls; want the wait ended after 1", r.failed, r.fatal, calls)
 	}
 }
+
+// runProgress calls WhileProgressing as run calls Eventually.
+func runProgress(stall time.Duration, progress func(r *recorder) (int, bool)) *recorder {
+	r := &recorder{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WhileProgressing(r, stall, "the work", func() (int, bool) { return progress(r) })
+	}()
+	<-done
+	return r
+}
+
+func TestWhileProgressing(t *testing.T) {
+	// Work that goes on, one step per call, never fails however long it
+	// takes in all: each step comes well within the stall bound.
+	calls := 0
+	if r := runProgress(time.Minute, func(*recorder) (int, bool) { calls++; return calls, calls == 10 }); r.failed || calls != 10 {
+		t.Errorf("steady work: failed %v after %d calls, want done after 10", r.failed, calls)
+	}
+	// Work that stops fails with the count it stopped at.
+	calls = 0
+	r := runProgress(20*time.Millisecond, func(*recorder) (int, bool) { calls++; return min(calls, 3), false })
+	if r.fatal != "the work: stalled at 3 for 20ms" {
+		t.Errorf("stopped work reported %q", r.fatal)
+	}
+	// A progress func that fails the test ends the wait.
+	calls = 0
+	r = runProgress(time.Minute, func(r *recorder) (int, bool) { calls++; r.Errorf("bad"); return calls, false })
+	if !r.failed || r.fatal != "" || calls != 1 {
+		t.Errorf("a progress that fails the test: failed %v, fatal %q after %d calls; want the wait ended after 1", r.failed, r.fatal, calls)
+	}
+}
