@@ -301,6 +301,11 @@ type AttemptOutput struct {
 // return a retryable ErrTypeStore error, and receivers dedupe on
 // X-Webhook-Id.
 //
+// Numbering: the attempt's number, in its row and X-Webhook-Attempt, is
+// the delivery's, counted across the local first attempt and the activity
+// that follows it (see AttemptInput.FirstAttempt); a local attempt run
+// again after a lost worker is numbered after its run's rows (Renumber).
+//
 // Receivers' hints: a Retry-After on a 429 or 503 sets the
 // error's next-retry delay (see nextDelay), so the next attempt is still
 // the same activity's next attempt; a 410 Gone disables the endpoint and
