@@ -192,9 +192,9 @@ const localFirstVersion = "local-first-attempt"
 // workflow task: started, task scheduled, task started.
 const firstWorkflowTaskLength = 3
 
-// Delivery delivers one event to one endpoint: the attempt activity, run
-// up to in.RetryMax times on the schedule of in.Policy, each attempt writing
-// its webhook_deliveries row.
+// Delivery delivers one event to one endpoint: up to in.RetryMax attempts
+// on the schedule of in.Policy, each attempt writing its
+// webhook_deliveries row.
 //
 // The first attempt runs as a local activity, inside the workflow task
 // that starts the execution: most deliveries succeed at once, and then
