@@ -941,6 +941,9 @@ func (nopStore) GetEvent(context.Context, string, string) (*models.Event, error)
 }
 func (nopStore) InsertAttempt(context.Context, *models.WebhookDelivery) error { return nil }
 func (nopStore) FinishAttempt(context.Context, *models.WebhookDelivery) error { return nil }
+func (nopStore) NextAttempt(context.Context, string, string, string, string) (int, error) {
+	return 1, nil
+}
 func (nopStore) SettleLostAttempts(context.Context, string, string, string, string, time.Time) (int64, error) {
 	return 0, nil
 }

@@ -57,6 +57,9 @@ type Store interface {
 	InsertAttempt(ctx context.Context, d *models.WebhookDelivery) error
 	// FinishAttempt writes the outcome into a row written in flight.
 	FinishAttempt(ctx context.Context, d *models.WebhookDelivery) error
+	// NextAttempt returns the number after the highest attempt of a
+	// workflow run's rows (1 when it has none).
+	NextAttempt(ctx context.Context, eventID, endpointID, workflowID, runID string) (int, error)
 	// SettleLostAttempts marks a run's rows still in flight worker_lost
 	// and returns how many it changed.
 	SettleLostAttempts(ctx context.Context, eventID, endpointID, workflowID, runID string, at time.Time) (int64, error)
@@ -246,6 +249,26 @@ type AttemptInput struct {
 	EndpointID string `json:"EndpointID"`
 	// ReplayOf is the delivery id a replay was started from; "" otherwise.
 	ReplayOf string `json:"ReplayOf"`
+	// FirstAttempt is the delivery attempt number of the activity's first
+	// Temporal attempt; each retry adds one. 0 means 1, as for every
+	// activity scheduled before the field existed. A delivery whose first
+	// attempt ran as a local activity goes on with an activity whose
+	// FirstAttempt is the next number, so that rows and X-Webhook-Attempt
+	// count on across both.
+	FirstAttempt int `json:"FirstAttempt,omitempty"`
+	// RetryMax, when above 0, is the delivery's attempts in all: the
+	// attempt numbered RetryMax or more is the last, the one that counts a
+	// failure in the endpoint's health. A local attempt carries it, since
+	// its own retry policy allows it one attempt whatever the delivery
+	// allows; without it the activity's retry policy tells.
+	RetryMax int `json:"RetryMax,omitempty"`
+	// Renumber numbers the attempt one past the highest of its run's rows
+	// (at least FirstAttempt): a local attempt that may be running again
+	// after its worker was lost mid-attempt. Temporal starts a local
+	// activity run again from attempt 1, while the lost run may have
+	// written its row and reached the receiver; the new number makes that
+	// row worker_lost and counts it as one of the delivery's attempts.
+	Renumber bool `json:"Renumber,omitempty"`
 }
 
 // AttemptOutput reports an attempt. A successful Attempt returns it; a
@@ -280,6 +303,11 @@ type AttemptOutput struct {
 // return a retryable ErrTypeStore error, and receivers dedupe on
 // X-Webhook-Id.
 //
+// Numbering: the attempt's number, in its row and X-Webhook-Attempt, is
+// the delivery's, counted across the local first attempt and the activity
+// that follows it (see AttemptInput.FirstAttempt); a local attempt run
+// again after a lost worker is numbered after its run's rows (Renumber).
+//
 // Receivers' hints: a Retry-After on a 429 or 503 sets the
 // error's next-retry delay (see nextDelay), so the next attempt is still
 // the same activity's next attempt; a 410 Gone disables the endpoint and
@@ -290,8 +318,18 @@ type AttemptOutput struct {
 // the SDK does not log as an error; a store failure returns a plain error,
 // which the SDK logs as one: ERROR means an operator must act.
 func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput, error) {
-	info := attemptInfo(ctx)
+	info := attemptInfo(ctx, in)
 	begin := time.Now()
+	if in.Renumber && info.workflowID != "" {
+		n, err := d.store.NextAttempt(ctx, in.EventID, in.EndpointID, info.workflowID, info.runID)
+		if err != nil {
+			// Nothing was written or sent: as when the in-flight row fails.
+			d.metrics.observe(DeliveryErrInternal, time.Since(begin))
+			out := AttemptOutput{Attempt: info.attempt, Error: DeliveryErrInternal}
+			return out, temporal.NewApplicationErrorWithCause("number the delivery attempt: "+err.Error(), ErrTypeStore, err, out)
+		}
+		info.renumber(n, in.RetryMax)
+	}
 	row := &models.WebhookDelivery{
 		ID:       models.NewID(models.PrefixDelivery),
 		TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID,
@@ -372,7 +410,7 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 	}
 	opts := temporal.ApplicationErrorOptions{NonRetryable: !f.retry, Cause: f.cause, Details: []any{out}}
 	if f.retry && f.retryAfter > 0 {
-		opts.NextRetryDelay = d.nextDelay(ctx, info.attempt, f.retryAfter)
+		opts.NextRetryDelay = d.nextDelay(info, f.retryAfter)
 	}
 	if f.expected() {
 		// The receiver's doing or the tenant's, which no operator needs to
@@ -386,7 +424,7 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 		if !last {
 			next = opts.NextRetryDelay
 			if next == 0 {
-				next = d.nextDelay(ctx, info.attempt, 0)
+				next = d.nextDelay(info, 0)
 			}
 		}
 		d.logFailure(ctx, in, info, row, f, next)
@@ -575,48 +613,79 @@ func (s schedule) after(n int) time.Duration {
 	return time.Duration(d)
 }
 
-// nextDelay is the delay before the attempt after attempt n when the
-// receiver asked for hint: the larger of hint and the scheduled delay,
-// capped at the schedule's maximum interval. So a Retry-After
-// never brings an attempt forward, and never asks for less than the
-// initial delay. Temporal does not cap a next-retry delay itself, hence
-// the cap here. The schedule is the one Temporal runs, from the activity's
-// info; when the server does not send it, the one configured.
-func (d *Deliverer) nextDelay(ctx context.Context, n int, hint time.Duration) time.Duration {
-	s := d.schedule
-	if activity.IsActivity(ctx) {
-		if p := activity.GetInfo(ctx).RetryPolicy; p != nil && p.InitialInterval > 0 && p.MaximumInterval > 0 {
-			s = schedule{initial: p.InitialInterval, coefficient: p.BackoffCoefficient, maxInterval: max(p.MaximumInterval, p.InitialInterval)}
-			if s.coefficient < 1 {
-				s.coefficient = BackoffCoefficient
-			}
+// nextDelay is the delay before the attempt after the one info describes
+// when the receiver asked for hint: the larger of hint and the scheduled
+// delay, capped at the schedule's maximum interval. So a Retry-After never
+// brings an attempt forward, and never asks for less than the initial
+// delay. Temporal does not cap a next-retry delay itself, hence the cap
+// here. The schedule is the one Temporal runs, from the activity's retry
+// policy; when the server does not send it, the one configured.
+//
+// An activity's policy starts where the activity's first attempt stands
+// in the delivery's schedule, so its Temporal attempt number places the
+// attempt in it; a local attempt's policy is the delivery's schedule from
+// its start, which the delivery attempt number places it in.
+func (d *Deliverer) nextDelay(info activityInfo, hint time.Duration) time.Duration {
+	s, n := d.schedule, info.attempt
+	if p := info.policy; p != nil && p.InitialInterval > 0 && p.MaximumInterval > 0 {
+		s = schedule{initial: p.InitialInterval, coefficient: p.BackoffCoefficient, maxInterval: max(p.MaximumInterval, p.InitialInterval)}
+		if s.coefficient < 1 {
+			s.coefficient = BackoffCoefficient
+		}
+		if !info.local {
+			n = info.try
 		}
 	}
 	return min(max(hint, s.after(n)), s.maxInterval)
 }
 
 type activityInfo struct {
-	attempt           int
+	// attempt is the delivery attempt number, the row's and
+	// X-Webhook-Attempt's; try is Temporal's attempt number of the
+	// activity (1 for a local activity).
+	attempt, try      int
 	workflowID, runID string
-	// last: the retry policy allows no attempt after this one. Without a
-	// policy in the info, no attempt is known to be the last.
+	// local: the attempt runs as a local activity.
+	local bool
+	// policy is the activity's retry policy; nil when Temporal does not
+	// say.
+	policy *temporal.RetryPolicy
+	// last: no attempt may follow this one. Without a policy in the info
+	// or a RetryMax in the input, no attempt is known to be the last.
 	last bool
 }
 
 // attemptInfo reads the activity's attempt number and workflow execution;
-// outside an activity (a plain unit test) it is attempt 1 of no workflow.
-func attemptInfo(ctx context.Context) activityInfo {
-	if !activity.IsActivity(ctx) {
-		return activityInfo{attempt: 1}
+// outside an activity (a plain unit test) it is the first Temporal attempt
+// of no workflow.
+func attemptInfo(ctx context.Context, in AttemptInput) activityInfo {
+	first := max(in.FirstAttempt, 1)
+	out := activityInfo{attempt: first, try: 1}
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		out.try = max(1, int(info.Attempt))
+		out.attempt = first + out.try - 1
+		out.workflowID, out.runID = info.WorkflowExecution.ID, info.WorkflowExecution.RunID
+		out.local, out.policy = info.IsLocalActivity, info.RetryPolicy
 	}
-	info := activity.GetInfo(ctx)
-	out := activityInfo{
-		attempt:    max(1, int(info.Attempt)),
-		workflowID: info.WorkflowExecution.ID,
-		runID:      info.WorkflowExecution.RunID,
-	}
-	out.last = lastAttempt(out.attempt, info.RetryPolicy)
+	out.last = out.isLast(in.RetryMax)
 	return out
+}
+
+// renumber makes the attempt number n, when that is higher than the one
+// Temporal's counting gave.
+func (a *activityInfo) renumber(n, retryMax int) {
+	a.attempt = max(a.attempt, n)
+	a.last = a.isLast(retryMax)
+}
+
+// isLast reports whether no attempt may follow this one: by retryMax, the
+// delivery's attempts in all, when above 0, else by the retry policy.
+func (a activityInfo) isLast(retryMax int) bool {
+	if retryMax > 0 {
+		return a.attempt >= retryMax
+	}
+	return lastAttempt(a.try, a.policy)
 }
 
 // lastAttempt reports whether policy allows no attempt after attempt n.

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/temporal"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -33,24 +35,38 @@ func TestParseRetryAfter(t *testing.T) {
 }
 
 // TestNextDelay: the larger of the hint and the scheduled delay, capped at
-// the maximum interval.
+// the maximum interval. The schedule is the activity's retry policy, placed
+// by Temporal's attempt number, or a local attempt's, placed by the
+// delivery attempt number; without a policy, the configured one placed by
+// the delivery attempt number.
 func TestNextDelay(t *testing.T) {
 	d := &Deliverer{schedule: schedule{initial: 60 * time.Second, coefficient: 2, maxInterval: 960 * time.Second}}
+	configured := func(attempt int) activityInfo { return activityInfo{attempt: attempt, try: attempt} }
+	// An activity that goes on after a local first attempt: its policy
+	// starts at the delay after attempt 2.
+	shifted := &temporal.RetryPolicy{InitialInterval: 120 * time.Second, BackoffCoefficient: 2, MaximumInterval: 960 * time.Second}
+	whole := &temporal.RetryPolicy{InitialInterval: 60 * time.Second, BackoffCoefficient: 2, MaximumInterval: 960 * time.Second, MaximumAttempts: 1}
 	tests := []struct {
-		attempt int
-		hint    time.Duration
-		want    time.Duration
+		name string
+		info activityInfo
+		hint time.Duration
+		want time.Duration
 	}{
-		{1, 300 * time.Second, 300 * time.Second},
-		{1, 5 * time.Second, 60 * time.Second},
-		{3, 200 * time.Second, 240 * time.Second},
-		{1, 5000 * time.Second, 960 * time.Second},
-		{90, time.Second, 960 * time.Second},
-		{1, maxRetryAfter, 960 * time.Second},
+		{"hint above the schedule", configured(1), 300 * time.Second, 300 * time.Second},
+		{"hint below the schedule", configured(1), 5 * time.Second, 60 * time.Second},
+		{"third attempt", configured(3), 200 * time.Second, 240 * time.Second},
+		{"hint capped", configured(1), 5000 * time.Second, 960 * time.Second},
+		{"late attempt", configured(90), time.Second, 960 * time.Second},
+		{"longest hint", configured(1), maxRetryAfter, 960 * time.Second},
+		{"activity after a local attempt, its first try", activityInfo{attempt: 2, try: 1, policy: shifted}, 0, 120 * time.Second},
+		{"activity after a local attempt, its third try", activityInfo{attempt: 4, try: 3, policy: shifted}, 0, 480 * time.Second},
+		{"local first attempt", activityInfo{attempt: 1, try: 1, local: true, policy: whole}, 0, 60 * time.Second},
+		{"local attempt numbered 2 after a lost one", activityInfo{attempt: 2, try: 1, local: true, policy: whole}, 0, 120 * time.Second},
+		{"local attempt with a hint", activityInfo{attempt: 1, try: 1, local: true, policy: whole}, 300 * time.Second, 300 * time.Second},
 	}
 	for _, tc := range tests {
-		if got := d.nextDelay(t.Context(), tc.attempt, tc.hint); got != tc.want {
-			t.Errorf("nextDelay(attempt %d, hint %v) = %v, want %v", tc.attempt, tc.hint, got, tc.want)
+		if got := d.nextDelay(tc.info, tc.hint); got != tc.want {
+			t.Errorf("%s: nextDelay(%+v, hint %v) = %v, want %v", tc.name, tc.info, tc.hint, got, tc.want)
 		}
 	}
 }

@@ -209,6 +209,24 @@ func (s *Store) InsertAttempt(ctx context.Context, d *WebhookDelivery) error {
 	return nil
 }
 
+// NextAttempt returns the number after the highest attempt of a workflow
+// run's rows: 1 when the run has none. It numbers an attempt that cannot
+// tell from Temporal how many went before it: a local activity run again
+// after its worker was lost starts from attempt 1 each time, while the lost
+// run may have written its row and reached the receiver. It reads the
+// rows of the event and endpoint, which every workflow id is derived
+// from: webhook_deliveries_event_idx serves it over a few rows.
+func (s *Store) NextAttempt(ctx context.Context, eventID, endpointID, workflowID, runID string) (int, error) {
+	var n int
+	err := s.r.WithContext(ctx).Model(&WebhookDelivery{}).Select("COALESCE(MAX(attempt), 0)").
+		Where("event_id = ? AND endpoint_id = ? AND workflow_id = ? AND run_id = ?", eventID, endpointID, workflowID, runID).
+		Scan(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("number the delivery attempt: %w", err)
+	}
+	return n + 1, nil
+}
+
 // markLost makes the in-flight rows matching where worker_lost, finished
 // at at, and adds them to ds (an attempt without latency each).
 func markLost(tx *gorm.DB, ds statsDeltas, at time.Time, where string, args ...any) (int64, error) {

@@ -174,3 +174,48 @@ func TestSettleLostAttempts(t *testing.T) {
 		})
 	}
 }
+
+// TestNextAttempt: the number after the highest attempt of the run's rows,
+// whatever their state, and 1 for a run without rows; other runs and other
+// endpoints do not count.
+func TestNextAttempt(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			ctx := t.Context()
+			s := storetest.Open(t, d)
+			at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+			for _, r := range []struct {
+				endpoint, run string
+				attempt       int
+				errCode       string
+			}{
+				{"whe_1", "run-1", 1, models.DeliveryErrWorkerLost},
+				{"whe_1", "run-1", 2, models.DeliveryErrInFlight},
+				{"whe_1", "run-0", 7, models.DeliveryErrHTTPStatus},
+				{"whe_2", "run-1", 9, models.DeliveryErrHTTPStatus},
+			} {
+				row := &models.WebhookDelivery{
+					TenantID: "ten_1", EventID: "evt_1", EventType: models.EventRecordCreated, EndpointID: r.endpoint,
+					WorkflowID: "webhook-delivery/evt_1/" + r.endpoint, RunID: r.run, Attempt: r.attempt,
+					RequestURL: "https://hooks.example.com/", RequestHeaders: models.Headers{}, ResponseHeaders: models.Headers{},
+					Error: r.errCode, StartedAt: at, FinishedAt: at,
+				}
+				if err := s.InsertDelivery(ctx, row); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, c := range []struct {
+				run  string
+				want int
+			}{{"run-1", 3}, {"run-2", 1}} {
+				got, err := s.NextAttempt(ctx, "evt_1", "whe_1", "webhook-delivery/evt_1/whe_1", c.run)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != c.want {
+					t.Errorf("NextAttempt(%s) = %d, want %d", c.run, got, c.want)
+				}
+			}
+		})
+	}
+}

@@ -74,6 +74,10 @@ func TestDeliveryRealAttempts(t *testing.T) {
 	env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
 		starts = append(starts, env.Now().Sub(begin))
 	})
+	// The first attempt runs as a local activity.
+	env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) {
+		starts = append(starts, env.Now().Sub(begin))
+	})
 	env.ExecuteWorkflow(DeliveryWorkflowName, in)
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)

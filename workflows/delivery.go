@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -127,21 +128,52 @@ func NonRetryableErrorTypes() []string {
 }
 
 // activityOptions are the options of the attempt activity: one activity
-// attempt per delivery attempt, retried on Temporal's schedule. The attempt
-// runs on the workflow's own task queue (no TaskQueue set), whichever
-// deployment's queue that is.
-func activityOptions(in DeliveryInput) workflow.ActivityOptions {
+// attempt per delivery attempt, retried on Temporal's schedule. first is
+// the delivery attempt number of the activity's first attempt: 1, or the
+// number after a local first attempt's, when the policy continues the
+// delivery's schedule from there, for the attempts that are left. The
+// attempt runs on the workflow's own task queue (no TaskQueue set),
+// whichever deployment's queue that is.
+func activityOptions(in DeliveryInput, first int) workflow.ActivityOptions {
 	p := in.Policy.withDefaults()
 	return workflow.ActivityOptions{
+		StartToCloseTimeout: p.AttemptTimeout + rowMargin,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        p.delayAfter(first),
+			BackoffCoefficient:     BackoffCoefficient,
+			MaximumInterval:        p.MaxInterval,
+			MaximumAttempts:        int32(retryMax(in.RetryMax) - first + 1),
+			NonRetryableErrorTypes: NonRetryableErrorTypes(),
+		},
+	}
+}
+
+// localOptions are the options of the first attempt, a local activity: the
+// same timeout, and no retry of its own; its retry policy is the delivery's
+// schedule, which the activity reads to place a receiver's Retry-After.
+func localOptions(in DeliveryInput) workflow.LocalActivityOptions {
+	p := in.Policy.withDefaults()
+	return workflow.LocalActivityOptions{
 		StartToCloseTimeout: p.AttemptTimeout + rowMargin,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        p.Initial,
 			BackoffCoefficient:     BackoffCoefficient,
 			MaximumInterval:        p.MaxInterval,
-			MaximumAttempts:        int32(retryMax(in.RetryMax)),
+			MaximumAttempts:        1,
 			NonRetryableErrorTypes: NonRetryableErrorTypes(),
 		},
 	}
+}
+
+// delayAfter is the schedule's delay after attempt n (from 1), as Temporal
+// computes it: Initial, times BackoffCoefficient for each attempt after
+// the first, capped at MaxInterval.
+func (p RetryPolicy) delayAfter(n int) time.Duration {
+	d := p.Initial
+	for i := 1; i < n && d < p.MaxInterval; i++ {
+		d = time.Duration(float64(d) * BackoffCoefficient)
+	}
+	return min(d, p.MaxInterval)
 }
 
 func retryMax(n int) int {
@@ -151,24 +183,140 @@ func retryMax(n int) int {
 	return n
 }
 
-// Delivery delivers one event to one endpoint: the attempt activity, run
-// up to in.RetryMax times on the schedule of in.Policy, each attempt writing
-// its webhook_deliveries row.
+// localFirstVersion is the workflow.GetVersion change id of the first
+// attempt made as a local activity. Executions started before it make
+// every attempt an activity attempt, and replay so.
+const localFirstVersion = "local-first-attempt"
+
+// firstWorkflowTaskLength is the history length in an execution's first
+// workflow task: started, task scheduled, task started.
+const firstWorkflowTaskLength = 3
+
+// Delivery delivers one event to one endpoint: up to in.RetryMax attempts
+// on the schedule of in.Policy, each attempt writing its
+// webhook_deliveries row.
+//
+// The first attempt runs as a local activity, inside the workflow task
+// that starts the execution: most deliveries succeed at once, and then
+// the execution costs one workflow task, without the activity's own
+// events, timers and second workflow task. The history shows that attempt
+// as a marker (its outcome, failure included). A failed first attempt
+// that may be retried waits out the schedule's first delay (or the
+// receiver's Retry-After) on a durable timer, then the delivery goes on
+// with the attempt activity, whose retry policy continues the same
+// schedule for the attempts that are left: attempts 2 and later are
+// activity attempts, each with its number and failure in the Temporal UI.
 func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, error) {
-	ctx = workflow.WithActivityOptions(ctx, activityOptions(in))
+	first := 1
+	if workflow.GetVersion(ctx, localFirstVersion, workflow.DefaultVersion, 1) == 1 {
+		res, err := localAttempt(ctx, in)
+		if err == nil {
+			return succeeded(res), nil
+		}
+		delay, next, more := following(in, err)
+		if !more {
+			return failed(ctx, in, err, next-1)
+		}
+		timer := workflow.NewTimerWithOptions(ctx, delay, workflow.TimerOptions{Summary: fmt.Sprintf("until attempt %d", next)})
+		if err := timer.Get(ctx, nil); err != nil {
+			return DeliveryOutput{}, err
+		}
+		first = next
+	}
+	opts := activityOptions(in, first)
+	if first > 1 {
+		// What the Temporal UI shows beside the activity: which of the
+		// delivery's attempts its own are.
+		opts.Summary = fmt.Sprintf("attempts %d to %d", first, retryMax(in.RetryMax))
+	}
+	ctx = workflow.WithActivityOptions(ctx, opts)
 	// By its pinned name, with the typed input and output of
 	// activities.Deliverer.Attempt.
 	var res activities.AttemptOutput
-	err := workflow.ExecuteActivity(ctx, AttemptActivityName, activities.AttemptInput{
-		TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID, ReplayOf: in.ReplayOf,
-	}).Get(ctx, &res)
+	err := workflow.ExecuteActivity(ctx, AttemptActivityName, attemptInput(in, first)).Get(ctx, &res)
 	if err == nil {
-		return DeliveryOutput{Attempts: res.Attempt, DeliveryID: res.DeliveryID, StatusCode: res.StatusCode, Succeeded: true}, nil
+		return succeeded(res), nil
 	}
+	return failed(ctx, in, err, 0)
+}
+
+// attemptInput is the attempt activity's input when its first attempt is
+// the delivery's attempt number first. Attempts of executions started
+// before the local first attempt carry none of the fields added with it.
+func attemptInput(in DeliveryInput, first int) activities.AttemptInput {
+	a := activities.AttemptInput{TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID, ReplayOf: in.ReplayOf}
+	if first > 1 {
+		a.FirstAttempt, a.RetryMax = first, retryMax(in.RetryMax)
+	}
+	return a
+}
+
+// localAttempt makes the delivery's first attempt as a local activity.
+// Run again after its worker was lost (the workflow task timed out, and
+// this is a later one), it takes its number from the run's rows: the lost
+// attempt may have reached the receiver, and counts.
+func localAttempt(ctx workflow.Context, in DeliveryInput) (activities.AttemptOutput, error) {
+	a := attemptInput(in, 1)
+	a.RetryMax = retryMax(in.RetryMax)
+	a.Renumber = workflow.GetInfo(ctx).GetCurrentHistoryLength() > firstWorkflowTaskLength
+	opts := localOptions(in)
+	opts.Summary = "attempt 1"
+	if a.Renumber {
+		opts.Summary = "first attempt, run again after its worker was lost"
+	}
+	ctx = workflow.WithLocalActivityOptions(ctx, opts)
+	var res activities.AttemptOutput
+	err := workflow.ExecuteLocalActivity(ctx, AttemptActivityName, a).Get(ctx, &res)
+	return res, err
+}
+
+// following decides what follows a local first attempt that failed with
+// err: whether another attempt may follow (more), its delivery attempt
+// number (next) and the delay before it: the receiver's Retry-After as the
+// activity placed it, else the schedule's delay. A lost attempt (a
+// timeout, no outcome) is taken for the first: only a local attempt run
+// again after a lost worker is numbered otherwise, and it reports its
+// number.
+func following(in DeliveryInput, err error) (delay time.Duration, next int, more bool) {
+	n := 1
+	var (
+		res    activities.AttemptOutput
+		appErr *temporal.ApplicationError
+	)
+	hasApp := errors.As(err, &appErr)
+	if hasApp && appErr.HasDetails() && appErr.Details(&res) == nil && res.Attempt > 0 {
+		n = res.Attempt
+	}
+	if temporal.IsCanceledError(err) || n >= retryMax(in.RetryMax) {
+		return 0, n + 1, false
+	}
+	if hasApp && (appErr.NonRetryable() || slices.Contains(NonRetryableErrorTypes(), appErr.Type())) {
+		return 0, n + 1, false
+	}
+	delay = in.Policy.withDefaults().delayAfter(n)
+	if hasApp && appErr.NextRetryDelay() > 0 {
+		delay = appErr.NextRetryDelay()
+	}
+	return delay, n + 1, true
+}
+
+// succeeded is the output of a delivery whose attempt res got through.
+func succeeded(res activities.AttemptOutput) DeliveryOutput {
+	return DeliveryOutput{Attempts: res.Attempt, DeliveryID: res.DeliveryID, StatusCode: res.StatusCode, Succeeded: true}
+}
+
+// failed ends a delivery whose last attempt failed with err: settled when
+// that attempt was lost, and failed with the DeliveryOutput of that
+// attempt in the error's details. made is the number of attempts made when
+// err cannot tell it (0: unknown).
+func failed(ctx workflow.Context, in DeliveryInput, err error, made int) (DeliveryOutput, error) {
 	if temporal.IsCanceledError(err) {
 		return DeliveryOutput{}, err
 	}
 	out := lastAttempt(in, err)
+	if out.Attempts == 0 {
+		out.Attempts = made
+	}
 	// Executions recorded before the settle step replay without it.
 	if lostAttempt(err) && workflow.GetVersion(ctx, settleLostVersion, workflow.DefaultVersion, 1) == 1 {
 		settle(ctx, in)
@@ -227,7 +375,7 @@ func settleOptions() workflow.ActivityOptions {
 func lostAttempt(err error) bool {
 	var actErr *temporal.ActivityError
 	if !errors.As(err, &actErr) {
-		return false
+		return lostLocalAttempt(err)
 	}
 	cause := actErr.Unwrap()
 	if _, ok := cause.(*temporal.TimeoutError); ok {
@@ -239,6 +387,29 @@ func lostAttempt(err error) bool {
 	var res activities.AttemptOutput
 	appErr, ok := cause.(*temporal.ApplicationError)
 	return !ok || !appErr.HasDetails() || appErr.Details(&res) != nil || res.Attempt == 0
+}
+
+// lostLocalAttempt is lostAttempt for a local first attempt that ended the
+// delivery, whose error comes as the activity (or the SDK) returned it,
+// without a retry state: lost when it timed out, or when it failed without
+// an AttemptOutput while more attempts were allowed by its error, which
+// means it was the delivery's last.
+func lostLocalAttempt(err error) bool {
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return true
+	}
+	var (
+		res    activities.AttemptOutput
+		appErr *temporal.ApplicationError
+	)
+	if !errors.As(err, &appErr) {
+		return true
+	}
+	if appErr.NonRetryable() || slices.Contains(NonRetryableErrorTypes(), appErr.Type()) {
+		return false
+	}
+	return !appErr.HasDetails() || appErr.Details(&res) != nil || res.Attempt == 0
 }
 
 // settle runs the settle activity for this run: its rows left in flight

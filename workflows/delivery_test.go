@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,11 +17,11 @@ import (
 	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/recordhub/recordhub/activities"
 )
@@ -62,9 +63,13 @@ func rowLost(int) (activities.AttemptOutput, error) {
 type run struct {
 	// starts are the attempts' start times, from the workflow's start.
 	starts []time.Duration
-	infos  []activity.Info
-	out    DeliveryOutput
-	err    error
+	// numbers are the attempts' delivery attempt numbers, and local
+	// whether each ran as a local activity.
+	numbers []int
+	local   []bool
+	infos   []activity.Info
+	out     DeliveryOutput
+	err     error
 	// failure is the DeliveryOutput in a failed workflow's error details.
 	failure DeliveryOutput
 	// settles are the settle activity's inputs, one per call.
@@ -85,6 +90,22 @@ func runDelivery(t *testing.T, in DeliveryInput, attempt attemptFunc) run {
 // settleErr.
 func runDeliverySettling(t *testing.T, in DeliveryInput, attempt attemptFunc, settleErr error) run {
 	t.Helper()
+	return runDeliveryAt(t, in, attempt, settleErr, localFirstLatest)
+}
+
+// localFirstLatest and localFirstBefore are the versions of the local
+// first attempt runDeliveryAt runs: the new executions' and those started
+// before it.
+const (
+	localFirstLatest = workflow.Version(1)
+	localFirstBefore = workflow.DefaultVersion
+)
+
+// runDeliveryAt is runDeliverySettling at version of localFirstVersion. The
+// attempt function gets the delivery attempt number the activity would
+// give the attempt, from its input and Temporal's attempt number.
+func runDeliveryAt(t *testing.T, in DeliveryInput, attempt attemptFunc, settleErr error, version workflow.Version) run {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(testLogger(t))
 	env := s.NewTestWorkflowEnvironment()
@@ -93,28 +114,55 @@ func runDeliverySettling(t *testing.T, in DeliveryInput, attempt attemptFunc, se
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{TaskQueue: testQueue})
 	Register(env, &activities.Deliverer{})
-	var r run
+	if version != localFirstLatest {
+		env.OnGetVersion(localFirstVersion, workflow.DefaultVersion, 1).Return(version)
+	}
+	var (
+		r     run
+		mu    sync.Mutex
+		start = env.Now()
+	)
 	env.OnActivity(AttemptActivityName, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, got activities.AttemptInput) (activities.AttemptOutput, error) {
+			info := activity.GetInfo(ctx)
+			mu.Lock()
+			prev := 0
+			if len(r.numbers) > 0 {
+				prev = r.numbers[len(r.numbers)-1]
+			}
+			n := max(got.FirstAttempt, 1) + int(info.Attempt) - 1
+			r.starts = append(r.starts, env.Now().Sub(start))
+			r.numbers = append(r.numbers, n)
+			r.local = append(r.local, info.IsLocalActivity)
+			r.infos = append(r.infos, info)
+			mu.Unlock()
+			// The input names the delivery; a local first attempt carries
+			// the delivery's retry_max, and the activity after it starts
+			// at the next number; executions started before the local
+			// first attempt carry neither.
 			want := activities.AttemptInput{TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID, ReplayOf: in.ReplayOf}
+			switch {
+			case version != localFirstLatest:
+			case info.IsLocalActivity:
+				want.RetryMax = retryMax(in.RetryMax)
+			default:
+				want.FirstAttempt, want.RetryMax = got.FirstAttempt, retryMax(in.RetryMax)
+				if info.Attempt == 1 && got.FirstAttempt != prev+1 {
+					t.Errorf("activity's FirstAttempt %d after attempt %d", got.FirstAttempt, prev)
+				}
+			}
 			if got != want {
 				t.Errorf("activity input %+v, want %+v", got, want)
 			}
-			return attempt(int(activity.GetInfo(ctx).Attempt))
+			return attempt(n)
 		})
 	env.OnActivity(SettleDeliveryActivityName, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, got activities.SettleInput) error {
+			mu.Lock()
+			defer mu.Unlock()
 			r.settles = append(r.settles, got)
 			return settleErr
 		})
-	start := env.Now()
-	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		if info.ActivityType.Name != AttemptActivityName {
-			return
-		}
-		r.starts = append(r.starts, env.Now().Sub(start))
-		r.infos = append(r.infos, *info)
-	})
 	env.ExecuteWorkflow(DeliveryWorkflowName, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
@@ -217,30 +265,50 @@ func TestDeliverySchedule(t *testing.T) {
 			wantOut: DeliveryOutput{},
 		},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			r := runDelivery(t, testInput(c.retryMax, c.policy), c.attempt)
-			if diff := cmp.Diff(c.want, r.starts); diff != "" {
-				t.Errorf("attempt start times (-want +got):\n%s", diff)
-			}
-			got := r.out
-			if r.err != nil {
-				got = r.failure
-			}
-			if diff := cmp.Diff(c.wantOut, got); diff != "" {
-				t.Errorf("output (-want +got):\n%s", diff)
-			}
-			if c.wantOut.Succeeded != (r.err == nil) {
-				t.Errorf("workflow error %v, want success %v", r.err, c.wantOut.Succeeded)
-			}
-			for i, info := range r.infos {
-				if int(info.Attempt) != i+1 {
-					t.Errorf("activity start %d has attempt %d", i+1, info.Attempt)
+		for _, v := range []workflow.Version{localFirstLatest, localFirstBefore} {
+			t.Run(fmt.Sprintf("%s/version %d", c.name, v), func(t *testing.T) {
+				r := runDeliveryAt(t, testInput(c.retryMax, c.policy), c.attempt, nil, v)
+				if diff := cmp.Diff(c.want, r.starts); diff != "" {
+					t.Errorf("attempt start times (-want +got):\n%s", diff)
 				}
-			}
-			if len(r.settles) != 0 {
-				t.Errorf("settle activity called %d times, want none: every attempt recorded its outcome", len(r.settles))
-			}
-		})
+				got := r.out
+				if r.err != nil {
+					got = r.failure
+				}
+				if diff := cmp.Diff(c.wantOut, got); diff != "" {
+					t.Errorf("output (-want +got):\n%s", diff)
+				}
+				if c.wantOut.Succeeded != (r.err == nil) {
+					t.Errorf("workflow error %v, want success %v", r.err, c.wantOut.Succeeded)
+				}
+				// Numbered 1, 2, 3…; with the local first attempt, the first
+				// is local and the others are the activity's attempts 1, 2…
+				var wantNumbers []int
+				var wantLocal []bool
+				for i := range r.starts {
+					wantNumbers = append(wantNumbers, i+1)
+					wantLocal = append(wantLocal, v == localFirstLatest && i == 0)
+				}
+				if diff := cmp.Diff(wantNumbers, r.numbers); diff != "" {
+					t.Errorf("attempt numbers (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(wantLocal, r.local); diff != "" {
+					t.Errorf("local attempts (-want +got):\n%s", diff)
+				}
+				for i, info := range r.infos {
+					want := i + 1
+					if v == localFirstLatest && i > 0 {
+						want = i
+					}
+					if int(info.Attempt) != want {
+						t.Errorf("start %d has Temporal attempt %d, want %d", i+1, info.Attempt, want)
+					}
+				}
+				if len(r.settles) != 0 {
+					t.Errorf("settle activity called %d times, want none: every attempt recorded its outcome", len(r.settles))
+				}
+			})
+		}
 	}
 }
 
@@ -333,7 +401,10 @@ func TestDeliveryNonRetryable(t *testing.T) {
 func TestDeliveryActivityOptions(t *testing.T) {
 	for _, p := range []RetryPolicy{DefaultRetryPolicy(), {AttemptTimeout: 5 * time.Second}, {}} {
 		in := testInput(5, p)
-		o := activityOptions(in)
+		o := activityOptions(in, 1)
+		if lo := localOptions(in); lo.StartToCloseTimeout != o.StartToCloseTimeout || lo.ScheduleToCloseTimeout != 0 {
+			t.Errorf("policy %+v: local attempt's options %+v, want the activity's timeout, %s", p, lo, o.StartToCloseTimeout)
+		}
 		timeout := p.withDefaults().AttemptTimeout
 		if o.StartToCloseTimeout < timeout+10*time.Second {
 			t.Errorf("policy %+v: StartToCloseTimeout %s leaves less than 10 s beyond the attempt timeout %s for the row", p, o.StartToCloseTimeout, timeout)
@@ -349,8 +420,26 @@ func TestDeliveryActivityOptions(t *testing.T) {
 		InitialInterval: 60 * time.Second, BackoffCoefficient: 2, MaximumInterval: 960 * time.Second, MaximumAttempts: 7,
 		NonRetryableErrorTypes: []string{activities.ErrTypeBlockedDestination, activities.ErrTypeEndpointGone, activities.ErrTypeEndpointDisabled, activities.ErrTypeEventGone},
 	}
-	if diff := cmp.Diff(want, activityOptions(testInput(7, DefaultRetryPolicy())).RetryPolicy); diff != "" {
+	if diff := cmp.Diff(want, activityOptions(testInput(7, DefaultRetryPolicy()), 1).RetryPolicy); diff != "" {
 		t.Errorf("retry policy (-want +got):\n%s", diff)
+	}
+	// After a local first attempt, the policy continues the schedule for
+	// the attempts left: 120, 240, 480, 960, 960 s between attempts 2..7.
+	after := *want
+	after.InitialInterval, after.MaximumAttempts = 120*time.Second, 6
+	if diff := cmp.Diff(&after, activityOptions(testInput(7, DefaultRetryPolicy()), 2).RetryPolicy); diff != "" {
+		t.Errorf("retry policy after the local attempt (-want +got):\n%s", diff)
+	}
+	late := *want
+	late.InitialInterval, late.MaximumAttempts = 960*time.Second, 2
+	if diff := cmp.Diff(&late, activityOptions(testInput(7, DefaultRetryPolicy()), 6).RetryPolicy); diff != "" {
+		t.Errorf("retry policy from attempt 6 (-want +got):\n%s", diff)
+	}
+	// The local attempt's: no retry of its own, the delivery's schedule.
+	local := *want
+	local.MaximumAttempts = 1
+	if diff := cmp.Diff(&local, localOptions(testInput(7, DefaultRetryPolicy())).RetryPolicy); diff != "" {
+		t.Errorf("local attempt's retry policy (-want +got):\n%s", diff)
 	}
 
 	// What the activity sees.

@@ -75,6 +75,10 @@ func runHinted(t *testing.T, d models.Dialect, retryMax int, handler func(now ti
 	env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
 		run.starts = append(run.starts, env.Now().Sub(hintStart))
 	})
+	// The first attempt runs as a local activity.
+	env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) {
+		run.starts = append(run.starts, env.Now().Sub(hintStart))
+	})
 	env.ExecuteWorkflow(DeliveryWorkflowName, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")

@@ -1,0 +1,306 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/recordhub/recordhub/activities"
+	"github.com/recordhub/recordhub/models"
+)
+
+// attemptEvents is what a delivery's history shows of its attempts.
+type attemptEvents struct {
+	// local are the local first attempt's markers: the AttemptOutput of
+	// each, from its result or its failure's details.
+	local []activities.AttemptOutput
+	// timers are the delays of the timers started.
+	timers []time.Duration
+	// scheduled are the inputs of the attempt activities scheduled, and
+	// policies their retry policies.
+	scheduled []activities.AttemptInput
+	policies  []*commonpb.RetryPolicy
+	// started are the Temporal attempt numbers of the activity's started
+	// events, and lastFailures the AttemptOutput in their last failure.
+	started      []int32
+	lastFailures []activities.AttemptOutput
+	// failed and completed are the activity's final outcomes.
+	failed, completed []activities.AttemptOutput
+	// workflowTasks counts the workflow tasks started.
+	workflowTasks int
+}
+
+// readAttemptEvents reads the attempts from a delivery's history.
+func readAttemptEvents(t *testing.T, hist *historypb.History) attemptEvents {
+	t.Helper()
+	dc := converter.GetDefaultDataConverter()
+	decode := func(p *commonpb.Payloads, v any) {
+		t.Helper()
+		if err := dc.FromPayloads(p, v); err != nil {
+			t.Fatalf("decode %v: %v", p, err)
+		}
+	}
+	outcome := func(f *failurepb.Failure) activities.AttemptOutput {
+		t.Helper()
+		var out activities.AttemptOutput
+		if info := f.GetApplicationFailureInfo(); info != nil && info.GetDetails() != nil {
+			decode(info.GetDetails(), &out)
+		}
+		return out
+	}
+	var ev attemptEvents
+	for _, e := range hist.GetEvents() {
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+			ev.workflowTasks++
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			m := e.GetMarkerRecordedEventAttributes()
+			if m.GetMarkerName() != "LocalActivity" {
+				continue
+			}
+			var out activities.AttemptOutput
+			if m.GetFailure() != nil {
+				out = outcome(m.GetFailure())
+			} else {
+				decode(m.GetDetails()["result"], &out)
+			}
+			ev.local = append(ev.local, out)
+		case enumspb.EVENT_TYPE_TIMER_STARTED:
+			ev.timers = append(ev.timers, e.GetTimerStartedEventAttributes().GetStartToFireTimeout().AsDuration())
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			a := e.GetActivityTaskScheduledEventAttributes()
+			if a.GetActivityType().GetName() != AttemptActivityName {
+				continue
+			}
+			var in activities.AttemptInput
+			decode(a.GetInput(), &in)
+			ev.scheduled = append(ev.scheduled, in)
+			ev.policies = append(ev.policies, a.GetRetryPolicy())
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			a := e.GetActivityTaskStartedEventAttributes()
+			ev.started = append(ev.started, a.GetAttempt())
+			ev.lastFailures = append(ev.lastFailures, outcome(a.GetLastFailure()))
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+			ev.failed = append(ev.failed, outcome(e.GetActivityTaskFailedEventAttributes().GetFailure()))
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			var out activities.AttemptOutput
+			decode(e.GetActivityTaskCompletedEventAttributes().GetResult(), &out)
+			ev.completed = append(ev.completed, out)
+		}
+	}
+	return ev
+}
+
+// recordedHistory reads a recorded history from testdata.
+func recordedHistory(t *testing.T, file string) *historypb.History {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hist
+}
+
+// TestLocalFirstAttemptInHistory reads the recorded histories of the local
+// first attempt: a delivery accepted at once is one workflow task whose
+// attempt is a marker, with no activity; a failing one shows its first
+// attempt as a marker with its failure, then a timer for the schedule's
+// first delay, then one attempt activity whose retry policy continues the
+// schedule for the attempts left, its started event numbering its
+// attempts and carrying the previous one's failure, and its failure the
+// last attempt's.
+func TestLocalFirstAttemptInHistory(t *testing.T) {
+	ok := readAttemptEvents(t, recordedHistory(t, "delivery_local_success.json"))
+	if diff := cmp.Diff([]activities.AttemptOutput{{DeliveryID: "whd_1", Attempt: 1, StatusCode: 204}}, ok.local); diff != "" {
+		t.Errorf("accepted delivery's local attempts (-want +got):\n%s", diff)
+	}
+	if len(ok.scheduled) != 0 || len(ok.timers) != 0 || ok.workflowTasks != 1 {
+		t.Errorf("accepted delivery: %d activities, %d timers, %d workflow tasks; want none, none and one",
+			len(ok.scheduled), len(ok.timers), ok.workflowTasks)
+	}
+
+	// retry_max 3 on a 1 s, ×2, 2 s schedule.
+	ev := readAttemptEvents(t, recordedHistory(t, "delivery_local_exhausted.json"))
+	failed := func(n int) activities.AttemptOutput {
+		out, _ := failing(n)
+		return out
+	}
+	if diff := cmp.Diff([]activities.AttemptOutput{failed(1)}, ev.local); diff != "" {
+		t.Errorf("local attempts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]time.Duration{time.Second}, ev.timers); diff != "" {
+		t.Errorf("timers (-want +got):\n%s", diff)
+	}
+	want := activities.AttemptInput{TenantID: "ten_hist", EventID: "evt_local_exhausted", EndpointID: "whe_hist", FirstAttempt: 2, RetryMax: 3}
+	if diff := cmp.Diff([]activities.AttemptInput{want}, ev.scheduled); diff != "" {
+		t.Errorf("attempt activities scheduled (-want +got):\n%s", diff)
+	}
+	if len(ev.policies) == 1 {
+		p := ev.policies[0]
+		if p.GetInitialInterval().AsDuration() != 2*time.Second || p.GetMaximumAttempts() != 2 {
+			t.Errorf("activity's retry policy %v: want 2 s first (after attempt 2), 2 attempts (2 and 3)", p)
+		}
+	}
+	if diff := cmp.Diff([]int32{2}, ev.started); diff != "" {
+		t.Errorf("started events' attempts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]activities.AttemptOutput{failed(2)}, ev.lastFailures); diff != "" {
+		t.Errorf("started events' last failures (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]activities.AttemptOutput{failed(3)}, ev.failed); diff != "" {
+		t.Errorf("activity's failure (-want +got):\n%s", diff)
+	}
+}
+
+// TestLocalFirstAttemptOnServer delivers with the real attempt activity
+// through a Temporal server run in-process, to a receiver that answers 503
+// and holds attempt 3 until told: while it is held, the server shows the
+// attempt activity pending at its second attempt with the failure of
+// delivery attempt 2; when the delivery has failed, its history shows the
+// local first attempt and the activity's last attempt, and every attempt
+// left its row, numbered 1 to 4 like X-Webhook-Attempt.
+func TestLocalFirstAttemptOnServer(t *testing.T) {
+	c := recoveryTemporal(t)
+	ctx := t.Context()
+	var (
+		mu       sync.Mutex
+		attempts []string
+	)
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		n := r.Header.Get("X-Webhook-Attempt")
+		mu.Lock()
+		attempts = append(attempts, n)
+		mu.Unlock()
+		if n == "3" {
+			held <- struct{}{}
+			<-release
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer recv.Close()
+
+	f := newFixture(t, models.SQLite)
+	retry := 4
+	ep, _, err := f.store.CreateEndpoint(ctx, f.tenantID,
+		models.EndpointInput{URL: &recv.URL, Events: &[]string{models.EventRecordCreated}, RetryMax: &retry},
+		func(context.Context, string) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := f.record(t)
+	d, err := activities.NewDeliverer(f.store, activities.Config{Timeout: 5 * time.Second, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const queue = "local-first"
+	w := worker.New(c, queue, worker.Options{})
+	Register(w, d)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	in, err := deliveryInput(ev, ep, RetryPolicy{Initial: 100 * time.Millisecond, MaxInterval: 200 * time.Millisecond, AttemptTimeout: 5 * time.Second}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := WorkflowID(ev.ID, ep.ID)
+	run, err := c.ExecuteWorkflow(ctx, startOptions(id, queue, in, true), DeliveryWorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("attempt 3 did not reach the receiver")
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, id, run.GetRunID())
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := desc.GetPendingActivities(); len(p) != 1 {
+		t.Errorf("%d pending activities, want the attempt activity", len(p))
+	} else {
+		var last activities.AttemptOutput
+		if info := p[0].GetLastFailure().GetApplicationFailureInfo(); info != nil {
+			if err := converter.GetDefaultDataConverter().FromPayloads(info.GetDetails(), &last); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if p[0].GetActivityType().GetName() != AttemptActivityName || p[0].GetAttempt() != 2 || last.Attempt != 2 || last.StatusCode != 503 {
+			t.Errorf("pending %s at attempt %d, last failure %+v: want %s at its attempt 2 after delivery attempt 2's 503",
+				p[0].GetActivityType().GetName(), p[0].GetAttempt(), last, AttemptActivityName)
+		}
+	}
+
+	err = run.Get(ctx, nil)
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != DeliveryFailedErrorType {
+		t.Fatalf("workflow error %v, want %s", err, DeliveryFailedErrorType)
+	}
+	got := readAttemptEvents(t, history(ctx, t, c, id, run.GetRunID()))
+	if len(got.local) != 1 || got.local[0].Attempt != 1 || got.local[0].StatusCode != 503 {
+		t.Errorf("local attempts %+v, want attempt 1's 503", got.local)
+	}
+	if diff := cmp.Diff([]int32{3}, got.started); diff != "" {
+		t.Errorf("started events' attempts (-want +got):\n%s", diff)
+	}
+	if len(got.failed) != 1 || got.failed[0].Attempt != 4 || got.lastFailures[0].Attempt != 3 {
+		t.Errorf("activity's failure %+v after %+v, want attempt 4's after attempt 3's", got.failed, got.lastFailures)
+	}
+
+	rows, _, err := f.store.ListDeliveries(ctx, f.tenantID, models.DeliveryQuery{Page: models.Page{Page: 1, Limit: 10}, EndpointID: ep.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var numbers []int
+	for _, r := range rows {
+		if r.RunID != run.GetRunID() || r.Error != models.DeliveryErrHTTPStatus {
+			t.Errorf("row %d: run %s, error %q; want run %s, %q", r.Attempt, r.RunID, r.Error, run.GetRunID(), models.DeliveryErrHTTPStatus)
+		}
+		numbers = append(numbers, r.Attempt)
+	}
+	slices.Sort(numbers)
+	if diff := cmp.Diff([]int{1, 2, 3, 4}, numbers); diff != "" {
+		t.Errorf("rows' attempt numbers (-want +got):\n%s", diff)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{"1", "2", "3", "4"}, attempts); diff != "" {
+		t.Errorf("X-Webhook-Attempt received (-want +got):\n%s", diff)
+	}
+	health, err := f.store.GetEndpoint(ctx, f.tenantID, ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := health.ConsecutiveFailures; n != 1 {
+		t.Errorf("endpoint's consecutive failures %d, want 1: one failed delivery", n)
+	}
+}
