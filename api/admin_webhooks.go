@@ -38,6 +38,9 @@ type endpointJSON struct {
 	// Modules names the modules of ModuleIDs that still exist, so that a
 	// reader (the console) shows names without a second call.
 	Modules []moduleRefJSON `json:"modules"`
+	// Filter is the content filter: field name → the value it must
+	// equal; {} when there is none.
+	Filter map[string]any `json:"filter"`
 }
 
 // moduleRefJSON names a module where another object refers to it.
@@ -161,6 +164,10 @@ func endpointOut(e *models.WebhookEndpoint, now time.Time) endpointJSON {
 	if out.ModuleIDs == nil {
 		out.ModuleIDs = []string{}
 	}
+	out.Filter = e.Filter
+	if out.Filter == nil {
+		out.Filter = map[string]any{}
+	}
 	if e.PreviousSecret != nil && e.PreviousSecretExpiresAt != nil && e.PreviousSecretExpiresAt.After(now) {
 		out.PreviousSecretExpiresAt = e.PreviousSecretExpiresAt
 	}
@@ -175,6 +182,8 @@ type endpointInput struct {
 	RetryMax    *int      `json:"retry_max"`
 	Enabled     *bool     `json:"enabled"`
 	Secret      *string   `json:"secret"`
+	// Filter: field name → the value it must equal; {} removes the filter.
+	Filter *map[string]any `json:"filter"`
 }
 
 func (in endpointInput) model() models.EndpointInput {

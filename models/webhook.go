@@ -66,6 +66,10 @@ type WebhookEndpoint struct {
 	LastFailureAt       *time.Time
 	DisabledAt          *time.Time
 	DisabledReason      *string
+
+	// Filter is the endpoint's content filter (see EndpointFilter); the
+	// dispatcher starts no delivery of an event whose record fails it.
+	Filter EndpointFilter `gorm:"type:text;column:event_filter"`
 }
 
 // Reasons an endpoint was disabled (disabled_reason).
@@ -120,6 +124,8 @@ type EndpointInput struct {
 	Enabled     *bool
 	// Secret, when set on create, replaces the generated one.
 	Secret *string
+	// Filter, when set, replaces the content filter; empty removes it.
+	Filter *map[string]any
 }
 
 // URLChecker refuses destinations that resolve to blocked addresses; it
@@ -180,10 +186,18 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID string, in Endpoint
 			return nil, "", ValidationError([]FieldError{{Field: "secret", Message: WebhookSecretRule}})
 		}
 	}
+	ferrs, err := s.validateFilter(ctx, tenantID, e)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(ferrs) > 0 {
+		check = nil // the URL is checked once the rest is valid
+	}
 	errs, err := s.validateEndpoint(ctx, tenantID, e, check)
 	if err != nil {
 		return nil, "", err
 	}
+	errs = append(errs, ferrs...)
 	if len(errs) > 0 {
 		return nil, "", ValidationError(errs)
 	}
@@ -212,6 +226,9 @@ func applyEndpointInput(e *WebhookEndpoint, in EndpointInput) {
 	}
 	if in.Enabled != nil {
 		e.Enabled = *in.Enabled
+	}
+	if in.Filter != nil {
+		e.Filter = EndpointFilter(*in.Filter)
 	}
 }
 
@@ -257,10 +274,23 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 	}
 	wasEnabled := e.Enabled
 	applyEndpointInput(e, in)
+	// The filter is checked when the change sets it or the modules it is
+	// checked against: a module whose fields changed since must not keep
+	// its endpoints from being switched off.
+	var ferrs []FieldError
+	if in.Filter != nil || in.ModuleIDs != nil {
+		if ferrs, err = s.validateFilter(ctx, tenantID, e); err != nil {
+			return nil, err
+		}
+		if len(ferrs) > 0 {
+			check = nil
+		}
+	}
 	errs, err := s.validateEndpoint(ctx, tenantID, e, check)
 	if err != nil {
 		return nil, err
 	}
+	errs = append(errs, ferrs...)
 	if len(errs) > 0 {
 		return nil, ValidationError(errs)
 	}
@@ -268,6 +298,9 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 	u := map[string]any{
 		"url": e.URL, "description": e.Description, "events": e.Events, "module_ids": e.ModuleIDs,
 		"retry_max": e.RetryMax, "enabled": e.Enabled, "updated_at": now,
+	}
+	if in.Filter != nil || in.ModuleIDs != nil {
+		u["event_filter"] = e.Filter
 	}
 	// Only a change of enabled touches health: re-enabling starts afresh
 	// (a new failure window), disabling by hand is recorded as manual and
