@@ -121,7 +121,8 @@ type RecoverPageOutput struct {
 // replay start that fails fails the page, which Temporal retries: the
 // starts that went through are then refused as already started, and
 // counted as replayed once. The endpoint deleted or disabled stops the
-// recovery (ErrTypeRecoveryStopped, not retried).
+// recovery (ErrTypeRecoveryStopped, not retried). An event that the
+// endpoint's filter, as it is now, holds back is found and not replayed.
 //
 // The cap is kept here, not in the workflow, so that the workflow's
 // commands are unchanged: the page that would pass it takes only what is
@@ -180,6 +181,12 @@ func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (Recov
 	for _, c := range page {
 		if c.Event == nil {
 			out.Failed++
+			continue
+		}
+		// The endpoint's filter of today applies, as it would to the
+		// event dispatched now: an event it holds back is found, and
+		// neither replayed nor failed. An unreadable body is replayed.
+		if ok, err := models.NewEventMatcher(c.Event).Passes(ep); err == nil && !ok {
 			continue
 		}
 		replay = append(replay, c)

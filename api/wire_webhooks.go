@@ -29,6 +29,9 @@ type endpointJSON struct {
 	// Headers names the custom headers, each value masked; the headers
 	// route answers them in clear.
 	Headers map[string]string `json:"headers"`
+	// Filter is the content filter: field name → the value it must
+	// equal; {} when there is none.
+	Filter map[string]any `json:"filter"`
 }
 
 // healthJSON is an endpoint's health.
@@ -93,6 +96,10 @@ func endpointOut(e *models.WebhookEndpoint, now time.Time) endpointJSON {
 		out.ModuleIDs = []string{}
 	}
 	out.Headers = maskedHeaders(e.HeaderNames)
+	out.Filter = e.Filter
+	if out.Filter == nil {
+		out.Filter = map[string]any{}
+	}
 	if e.PreviousSecret != nil && e.PreviousSecretExpiresAt != nil && e.PreviousSecretExpiresAt.After(now) {
 		out.PreviousSecretExpiresAt = e.PreviousSecretExpiresAt
 	}
@@ -109,13 +116,15 @@ type endpointInput struct {
 	Secret      *string   `json:"secret"`
 	// Headers: absent, null or an object; see headersIn.
 	Headers json.RawMessage `json:"headers"`
+	// Filter: field name → the value it must equal; {} removes the filter.
+	Filter *map[string]any `json:"filter"`
 }
 
 func (in endpointInput) model() (models.EndpointInput, error) {
 	h, err := headersIn(in.Headers)
 	return models.EndpointInput{
 		URL: in.URL, Description: in.Description, Events: in.Events, ModuleIDs: in.ModuleIDs,
-		RetryMax: in.RetryMax, Enabled: in.Enabled, Secret: in.Secret, Headers: h,
+		RetryMax: in.RetryMax, Enabled: in.Enabled, Secret: in.Secret, Headers: h, Filter: in.Filter,
 	}, err
 }
 

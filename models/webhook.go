@@ -72,6 +72,9 @@ type WebhookEndpoint struct {
 	// their names, in clear, for answers that mask the values.
 	Headers     string
 	HeaderNames StringList `gorm:"type:text"`
+	// Filter is the endpoint's content filter (see EndpointFilter); the
+	// dispatcher starts no delivery of an event whose record fails it.
+	Filter EndpointFilter `gorm:"type:text;column:event_filter"`
 }
 
 // Reasons an endpoint was disabled (disabled_reason).
@@ -129,6 +132,8 @@ type EndpointInput struct {
 	// Headers, when set, replaces the whole set of custom headers; an
 	// empty map removes them all.
 	Headers *map[string]string
+	// Filter, when set, replaces the content filter; empty removes it.
+	Filter *map[string]any
 }
 
 // URLChecker refuses destinations that resolve to blocked addresses; it
@@ -193,11 +198,20 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID string, in Endpoint
 	if in.Headers != nil {
 		headerErrs = s.setEndpointHeaders(e, *in.Headers)
 	}
+	ferrs, err := s.validateFilter(ctx, tenantID, e)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(ferrs) > 0 {
+		check = nil // the URL is checked once the rest is valid
+	}
 	errs, err := s.validateEndpoint(ctx, tenantID, e, check)
 	if err != nil {
 		return nil, "", err
 	}
-	if errs = append(errs, headerErrs...); len(errs) > 0 {
+	errs = append(errs, headerErrs...)
+	errs = append(errs, ferrs...)
+	if len(errs) > 0 {
 		return nil, "", ValidationError(errs)
 	}
 	e.Secret = s.box.Seal(secret, "webhook-secret:"+e.ID)
@@ -225,6 +239,9 @@ func applyEndpointInput(e *WebhookEndpoint, in EndpointInput) {
 	}
 	if in.Enabled != nil {
 		e.Enabled = *in.Enabled
+	}
+	if in.Filter != nil {
+		e.Filter = EndpointFilter(*in.Filter)
 	}
 }
 
@@ -274,11 +291,25 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 	if in.Headers != nil {
 		headerErrs = s.setEndpointHeaders(e, *in.Headers)
 	}
+	// The filter is checked when the change sets it or the modules it is
+	// checked against: a module whose fields changed since must not keep
+	// its endpoints from being switched off.
+	var ferrs []FieldError
+	if in.Filter != nil || in.ModuleIDs != nil {
+		if ferrs, err = s.validateFilter(ctx, tenantID, e); err != nil {
+			return nil, err
+		}
+		if len(ferrs) > 0 {
+			check = nil
+		}
+	}
 	errs, err := s.validateEndpoint(ctx, tenantID, e, check)
 	if err != nil {
 		return nil, err
 	}
-	if errs = append(errs, headerErrs...); len(errs) > 0 {
+	errs = append(errs, headerErrs...)
+	errs = append(errs, ferrs...)
+	if len(errs) > 0 {
 		return nil, ValidationError(errs)
 	}
 	now := s.now()
@@ -288,6 +319,9 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 	}
 	if in.Headers != nil {
 		u["headers"], u["header_names"] = e.Headers, e.HeaderNames
+	}
+	if in.Filter != nil || in.ModuleIDs != nil {
+		u["event_filter"] = e.Filter
 	}
 	// Only a change of enabled touches health: re-enabling starts afresh
 	// (a new failure window), disabling by hand is recorded as manual and

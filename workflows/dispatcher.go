@@ -283,8 +283,10 @@ func (s *subscriptions) of(ctx context.Context, ev *models.Event) ([]models.Webh
 }
 
 // dispatch starts the deliveries of one event, to every enabled endpoint
-// that subscribes to it at the time of the batch, and records it as skipped
-// for the disabled ones. Both are harmless to repeat.
+// that subscribes to it at the time of the batch and whose filter the
+// event's record passes, and records it as skipped for the disabled ones
+// it passes. An endpoint whose filter the record fails gets nothing: no
+// workflow, no row. All of it is harmless to repeat.
 func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *models.Event, eager bool) error {
 	eps, err := subs.of(ctx, ev)
 	if err != nil {
@@ -300,9 +302,11 @@ func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *mode
 		return nil
 	}
 	var enabled, disabled []models.WebhookEndpoint
+	match := models.NewEventMatcher(ev)
 	for _, ep := range eps {
 		switch {
 		case ep.ID == subject:
+		case !d.passes(match, &ep):
 		case ep.Enabled:
 			enabled = append(enabled, ep)
 		default:
@@ -336,6 +340,18 @@ func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *mode
 		}
 	}
 	return nil
+}
+
+// passes reports whether the event passes ep's filter. An event whose
+// record cannot be read (never, with the store's bodies) is delivered:
+// sending what a filter might have held back is better than losing it.
+func (d *Dispatcher) passes(m *models.EventMatcher, ep *models.WebhookEndpoint) bool {
+	ok, err := m.Passes(ep)
+	if err != nil {
+		d.log().Error("webhook filter not applied", "endpoint_id", ep.ID, "error", err)
+		return true
+	}
+	return ok
 }
 
 // observe updates the outbox gauges, at most once per observeEvery.

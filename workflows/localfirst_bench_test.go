@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -93,7 +92,7 @@ func benchmarkDeliveryCPU(b *testing.B, workflowName string) {
 	jobs := make(chan models.Event)
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	before := cpuTime(b)
+	before := cpuTime()
 	begin := time.Now()
 	for range 16 {
 		wg.Go(func() {
@@ -118,17 +117,10 @@ func benchmarkDeliveryCPU(b *testing.B, workflowName string) {
 	}
 	close(jobs)
 	wg.Wait()
-	elapsed, cpu := time.Since(begin), cpuTime(b)-before
+	elapsed, cpu := time.Since(begin), cpuTime()-before
 	b.StopTimer()
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/delivery")
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "deliveries/s")
 }
 
 // cpuTime is the CPU time this process has used, user and system.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}

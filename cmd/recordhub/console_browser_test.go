@@ -32,8 +32,9 @@ const consoleBrowserDir = "../../api/console/browsertest"
 // recovery, markup shown as text, inbound calls (Replay only where the API
 // replays), a record's deliveries, the secret on demand, endpoints 20 to a
 // page, the time a 50-row deliveries page takes, module names, endpoint
-// URLs, times with their zone and prose wrapped between words. Without Chromium, node or
-// playwright-core (npm ci in that folder) it is skipped, unless
+// URLs, an endpoint's content filter edited, times with their zone and
+// prose wrapped between words. Without Chromium, node or playwright-core
+// (npm ci in that folder) it is skipped, unless
 // RECORDHUB_TEST_REQUIRE_BROWSER=1. RECORDHUB_CONSOLE_SCREENSHOT names a
 // PNG of the endpoints page to write.
 func TestConsoleInBrowser(t *testing.T) {

@@ -690,6 +690,33 @@ async function run(page) {
     check((await api('GET', `/api/admin/webhook-endpoints/${ENDPOINT_ID}`)).enabled === true, 'the endpoint was not enabled again');
   });
 
+  await step('the content filter: shown, refused with its field, set, removed', async () => {
+    const path = `/api/admin/webhook-endpoints/${ENDPOINT_ID}`;
+    await page.getByTestId('nav-endpoints').click();
+    await card.getByTestId('endpoint-health').waitFor();
+    check(await card.getByTestId('endpoint-filter').count() === 0, 'a filter is shown before one is set');
+    await card.getByTestId('endpoint-edit-filter').click();
+    await expectingStatus(422, async () => {
+      await card.getByTestId('filter-input').fill('{"nope": "x"}');
+      await card.getByTestId('filter-submit').click();
+      const refused = card.getByTestId('filter-refused');
+      await refused.waitFor();
+      check((await refused.innerText()).includes('filter.nope'), `the refusal reads ${await refused.innerText()}`);
+    });
+    await card.getByTestId('filter-input').fill('{"title": "only this"}');
+    await card.getByTestId('filter-submit').click();
+    await card.getByTestId('endpoint-filter').waitFor();
+    const shown = await card.getByTestId('endpoint-filter').innerText();
+    check(shown.includes('title = "only this"'), `the filter reads ${shown}`);
+    check(JSON.stringify((await api('GET', path)).filter) === '{"title":"only this"}', 'the filter was not saved');
+    await card.getByTestId('endpoint-edit-filter').click();
+    check(await card.getByTestId('filter-input').inputValue() === '{"title":"only this"}', 'the form does not hold the filter');
+    await card.getByTestId('filter-input').fill('');
+    await card.getByTestId('filter-submit').click();
+    await card.getByTestId('endpoint-filter').waitFor({ state: 'detached' });
+    check(Object.keys((await api('GET', path)).filter).length === 0, 'the filter was not removed');
+  });
+
   await step('an API error shows its message and request id', async () => {
     await expectingStatus(404, async () => {
       await page.evaluate(() => { location.hash = '#/deliveries/whd_nosuchattempt'; });

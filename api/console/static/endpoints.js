@@ -106,6 +106,14 @@ function card(ctx, e) {
       revealCustomHeaders(ctx, e, extra, revealHeaders);
     },
   }, 'Reveal headers') : null;
+  const editFilter = h('button', {
+    type: 'button', class: 'secondary', 'data-testid': 'endpoint-edit-filter',
+    onclick: () => {
+      reveal.disabled = false;
+      if (revealHeaders) revealHeaders.disabled = false;
+      replace(extra, filterForm(ctx, e, () => replace(extra)));
+    },
+  }, 'Filter…');
 
   const detail = [];
   if (health.consecutive_failures > 0) detail.push(`${health.consecutive_failures} failed in a row`);
@@ -124,12 +132,14 @@ function card(ctx, e) {
       ' · ', modules(e),
       ' · ', `up to ${e.retry_max} attempt${e.retry_max === 1 ? '' : 's'} a delivery`),
     headerNames.length ? customHeaders(headerNames) : null,
+    filterLine(e),
     h('p', { class: 'health-detail muted', 'data-testid': 'endpoint-health-detail' }, detail.length ? detail.join(' · ') : 'no failures'),
     stats(e.stats),
     h('div', { class: 'actions' },
       toggle,
       link(`#/deliveries?endpoint_id=${encodeURIComponent(e.id)}`, 'Deliveries', { class: 'button secondary', 'data-testid': 'endpoint-deliveries' }),
       recover,
+      editFilter,
       reveal,
       revealHeaders),
     notice,
@@ -148,6 +158,63 @@ function modules(e) {
     list.push(moduleName(named.get(id) || { id }, 'endpoint-module'));
   });
   return h('span', { 'data-testid': 'endpoint-modules' }, ids.length === 1 ? 'module ' : 'modules ', list);
+}
+
+// filterLine shows the endpoint's content filter, its conditions as
+// field = value chips; nothing without one.
+function filterLine(e) {
+  const conds = Object.entries(e.filter || {});
+  if (conds.length === 0) return null;
+  return h('p', { class: 'meta', 'data-testid': 'endpoint-filter' }, 'only records with ',
+    conds.map(([k, v]) => h('span', { class: 'chip', 'data-testid': 'endpoint-filter-condition' }, `${k} = ${JSON.stringify(v)}`)));
+}
+
+// filterForm edits the endpoint's content filter as JSON: {"field":
+// value, …}, every condition holding; empty or {} removes it. The
+// service checks it against the endpoint's modules (422 naming the field).
+function filterForm(ctx, e, close) {
+  const text = h('textarea', {
+    name: 'filter', rows: 3, cols: 60, spellcheck: 'false', 'data-testid': 'filter-input',
+    placeholder: '{"status": "shipped"}',
+  });
+  text.value = Object.keys(e.filter || {}).length ? JSON.stringify(e.filter) : '';
+  const err = h('span', { class: 'field-error', 'data-testid': 'filter-error' });
+  const submit = h('button', { type: 'submit', 'data-testid': 'filter-submit' }, 'Save filter');
+  const out = h('div');
+  const form = h('form', { class: 'filter', 'data-testid': 'filter-form', novalidate: true },
+    h('p', null, 'Deliver only events whose record has these field values (a JSON object; empty for every event). ',
+      (e.module_ids || []).length ? '' : 'A filter needs the endpoint to name its modules.'),
+    h('label', null, 'Filter ', text, err),
+    h('div', { class: 'actions' }, submit, h('button', { type: 'button', class: 'secondary', onclick: close }, 'Close')),
+    out);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    err.textContent = '';
+    let filter = {};
+    if (text.value.trim() !== '') {
+      try {
+        filter = JSON.parse(text.value);
+      } catch {
+        err.textContent = 'is not JSON';
+        return;
+      }
+    }
+    if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) {
+      err.textContent = 'must be a JSON object';
+      return;
+    }
+    submit.disabled = true;
+    try {
+      await request('PATCH', adminPath('webhook-endpoints', e.id), { body: { filter } });
+    } catch (failure) {
+      submit.disabled = false;
+      if (ctx.alive()) replace(out, errorBox(failure, 'filter-refused'));
+      return;
+    }
+    if (ctx.alive()) ctx.reload();
+  });
+  queueMicrotask(() => text.focus());
+  return form;
 }
 
 function stats(s) {

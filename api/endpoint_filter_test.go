@@ -1,0 +1,67 @@
+package api_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/recordhub/recordhub/models"
+)
+
+// TestWebhookEndpointFilter: filter through the admin API. A valid one is
+// answered as given (numbers as numbers) by create, GET and list; bad
+// ones are 422 naming filter.<field>; PATCH replaces it, {} removes it.
+func TestWebhookEndpointFilter(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		mod := e.createModule("orders", orderFields...)
+		body := func(filter any, modules ...string) map[string]any {
+			if modules == nil {
+				modules = []string{mod}
+			}
+			return map[string]any{"url": "https://hooks.example.com/f", "events": []string{"status_change"}, "module_ids": modules, "filter": filter}
+		}
+		const path = "/api/admin/webhook-endpoints"
+
+		for _, c := range []struct {
+			name   string
+			body   map[string]any
+			fields []string
+		}{
+			{"no modules", body(map[string]any{"status": "shipped"}, []string{}...), []string{"filter"}},
+			{"unknown field", body(map[string]any{"colour": "red"}), []string{"filter.colour"}},
+			{"json field", body(map[string]any{"meta": "x"}), []string{"filter.meta"}},
+			{"string for integer", body(map[string]any{"qty": "seven"}), []string{"filter.qty"}},
+			{"number for boolean", body(map[string]any{"paid": 1}), []string{"filter.paid"}},
+			{"not a state", body(map[string]any{"status": "lost"}), []string{"filter.status"}},
+			{"not an option", body(map[string]any{"size": "xl"}), []string{"filter.size"}},
+			{"operator", body(map[string]any{"status": map[string]any{"$in": []string{"paid"}}}), []string{"filter.status"}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				wantDetails(t, e.on(t).call("POST", path, e.admin, c.body), c.fields...)
+			})
+		}
+		e.call("POST", path, e.admin, body("status=shipped")).want(422)
+
+		ep := e.createEndpoint(body(map[string]any{"status": "shipped", "qty": 7, "paid": true}))
+		id := ep["id"].(string)
+		want := map[string]any{"status": "shipped", "qty": float64(7), "paid": true}
+		if diff := cmp.Diff(want, ep["filter"]); diff != "" {
+			t.Errorf("create answer's filter (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(want, e.call("GET", path+"/"+id, e.admin, nil).want(200).json()["filter"]); diff != "" {
+			t.Errorf("GET filter (-want +got):\n%s", diff)
+		}
+
+		got := e.call("PATCH", path+"/"+id, e.admin, map[string]any{"filter": map[string]any{"status": "paid"}}).want(200).json()
+		if diff := cmp.Diff(map[string]any{"status": "paid"}, got["filter"]); diff != "" {
+			t.Errorf("PATCH filter (-want +got):\n%s", diff)
+		}
+		wantDetails(t, e.call("PATCH", path+"/"+id, e.admin, map[string]any{"filter": map[string]any{"qty": 1.5}}), "filter.qty")
+		wantDetails(t, e.call("PATCH", path+"/"+id, e.admin, map[string]any{"module_ids": []string{}}), "filter")
+		got = e.call("PATCH", path+"/"+id, e.admin, map[string]any{"filter": map[string]any{}, "module_ids": []string{}}).want(200).json()
+		if diff := cmp.Diff(map[string]any{}, got["filter"]); diff != "" {
+			t.Errorf("filter after {} (-want +got):\n%s", diff)
+		}
+	})
+}

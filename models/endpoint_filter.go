@@ -1,0 +1,210 @@
+package models
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MaxFilterConditions bounds an endpoint's filter.
+const MaxFilterConditions = 20
+
+// EndpointFilter is an endpoint's content filter: a record field's name →
+// the value the field must equal, read by the field's type as the records
+// list reads filter[<field>]=<value> (Field.FilterValue): a string, a bool
+// or a json.Number. Every condition must hold. Empty: every event passes.
+//
+// Equality is the only operator, as in the list. A status_change event
+// carries the record after the change, so a condition on its status field
+// names the status it moved to.
+type EndpointFilter map[string]any
+
+// Value implements driver.Valuer; nil is stored as {}.
+func (f EndpointFilter) Value() (driver.Value, error) { return JSONObject(f).Value() }
+
+// Scan implements sql.Scanner; numbers come back as json.Number.
+func (f *EndpointFilter) Scan(src any) error {
+	var o JSONObject
+	if err := o.Scan(src); err != nil {
+		return err
+	}
+	*f = EndpointFilter(o)
+	return nil
+}
+
+// Matches reports whether a record's fields, decoded with numbers as
+// json.Number, hold every condition. A field the record lacks, or holds
+// as null, matches no condition.
+func (f EndpointFilter) Matches(fields map[string]any) bool {
+	for name, want := range f {
+		if !filterEqual(want, fields[name]) {
+			return false
+		}
+	}
+	return true
+}
+
+// filterEqual compares a condition's value with a record's as the list's
+// SQL does: strings and booleans exactly, numbers by value (2 equals 2.0),
+// never a number with a string or a boolean.
+func filterEqual(want, got any) bool {
+	switch w := want.(type) {
+	case string:
+		g, ok := got.(string)
+		return ok && g == w
+	case bool:
+		g, ok := got.(bool)
+		return ok && g == w
+	case json.Number:
+		g, ok := got.(json.Number)
+		if !ok {
+			return false
+		}
+		wi, werr := strconv.ParseInt(string(w), 10, 64)
+		gi, gerr := strconv.ParseInt(string(g), 10, 64)
+		if werr == nil && gerr == nil {
+			return wi == gi
+		}
+		wf, werr := strconv.ParseFloat(string(w), 64)
+		gf, gerr := strconv.ParseFloat(string(g), 64)
+		return werr == nil && gerr == nil && wf == gf
+	}
+	return false
+}
+
+// validateFilter checks e's filter against every module of e.ModuleIDs
+// and stores it in e in the form the dispatcher compares (the list's
+// filter values). A filter needs module_ids: its conditions are on those
+// modules' fields, and each must be valid for every one of them. Modules
+// that do not exist are left to validateEndpoint to report.
+func (s *Store) validateFilter(ctx context.Context, tenantID string, e *WebhookEndpoint) ([]FieldError, error) {
+	if len(e.Filter) == 0 {
+		e.Filter = EndpointFilter{}
+		return nil, nil
+	}
+	if len(e.Filter) > MaxFilterConditions {
+		return []FieldError{{Field: "filter", Message: fmt.Sprintf("at most %d conditions", MaxFilterConditions)}}, nil
+	}
+	if len(e.ModuleIDs) == 0 {
+		return []FieldError{{Field: "filter", Message: "a filter needs module_ids: its conditions are on the fields of those modules"}}, nil
+	}
+	var mods []*Module
+	for _, id := range e.ModuleIDs {
+		m, err := s.GetModule(ctx, tenantID, id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("check filter: %w", err)
+		}
+		mods = append(mods, m)
+	}
+	var errs []FieldError
+	out := make(EndpointFilter, len(e.Filter))
+	for _, name := range slices.Sorted(maps.Keys(e.Filter)) {
+		for _, m := range mods {
+			f, ok := m.Field(name)
+			if !ok {
+				errs = append(errs, FieldError{Field: "filter." + name, Message: fmt.Sprintf("unknown field of module %q", m.Slug)})
+				break
+			}
+			v, msg := filterCondition(f, e.Filter[name])
+			if msg != "" {
+				if len(mods) > 1 {
+					msg += fmt.Sprintf(" (module %q)", m.Slug)
+				}
+				errs = append(errs, FieldError{Field: "filter." + name, Message: msg})
+				break
+			}
+			out[name] = v
+		}
+	}
+	e.Filter = out
+	return errs, nil
+}
+
+// filterCondition reads a condition's JSON value v for field f: a value
+// the field could hold (a number for integer and number fields, true or
+// false for booleans, a string otherwise, one of the options or states
+// of an enum or status), converted as the list converts filter[<field>].
+// It returns why v is refused, or "".
+func filterCondition(f Field, v any) (any, string) {
+	if f.Type == TypeJSON {
+		return nil, "json fields cannot be filtered"
+	}
+	// Go callers may give numbers as Go numbers; the API gives json.Number.
+	switch x := v.(type) {
+	case int:
+		v = json.Number(strconv.Itoa(x))
+	case int64:
+		v = json.Number(strconv.FormatInt(x, 10))
+	case float64:
+		v = json.Number(strconv.FormatFloat(x, 'g', -1, 64))
+	}
+	var raw string
+	switch x := v.(type) {
+	case nil:
+		return nil, "must be the value the field must equal, not null"
+	case map[string]any, []any:
+		return nil, "must be the value the field must equal: equality is the only operator"
+	case string:
+		raw = x
+	case json.Number:
+		raw = string(x)
+	case bool:
+		raw = strconv.FormatBool(x)
+	}
+	if msg := checkValue(f, v); msg != "" {
+		return nil, msg
+	}
+	out, err := f.FilterValue(raw)
+	if err != nil {
+		return nil, strings.TrimPrefix(err.Error(), "filter["+f.Name+"] ")
+	}
+	return out, ""
+}
+
+// EventMatcher checks one event against endpoints' filters. It reads the
+// event's record once, when the first endpoint with a filter asks.
+type EventMatcher struct {
+	ev     *Event
+	read   bool
+	fields map[string]any
+	err    error
+}
+
+// NewEventMatcher returns a matcher of ev.
+func NewEventMatcher(ev *Event) *EventMatcher { return &EventMatcher{ev: ev} }
+
+// Passes reports whether the event passes e's filter: the record it
+// carries (after the change; before it, for a deletion) holds every
+// condition. An endpoint without a filter, and an event about no record
+// (endpoint_disabled), always pass. The error says the event's body could
+// not be read, which the store's bodies never cause.
+func (m *EventMatcher) Passes(e *WebhookEndpoint) (bool, error) {
+	if len(e.Filter) == 0 || m.ev.RecordID == "" {
+		return true, nil
+	}
+	if !m.read {
+		m.read = true
+		var body struct {
+			Record struct {
+				Fields map[string]any `json:"fields"`
+			} `json:"record"`
+		}
+		if err := DecodeJSON([]byte(m.ev.Payload), &body); err != nil {
+			m.err = fmt.Errorf("event %s: record: %w", m.ev.ID, err)
+		}
+		m.fields = body.Record.Fields
+	}
+	if m.err != nil {
+		return false, m.err
+	}
+	return e.Filter.Matches(m.fields), nil
+}
