@@ -124,6 +124,7 @@ func (r *Resyncer) ResyncPage(ctx context.Context, in ResyncPageInput) (ResyncPa
 	if err != nil {
 		return ResyncPageOutput{}, err
 	}
+	heartbeat(ctx)
 	out := ResyncPageOutput{Examined: len(page), Done: len(page) < limit, Last: in.After}
 	if len(page) == 0 {
 		return out, nil
@@ -146,6 +147,7 @@ func (r *Resyncer) ResyncPage(ctx context.Context, in ResyncPageInput) (ResyncPa
 	if err := r.store.SaveSnapshots(ctx, events); err != nil {
 		return ResyncPageOutput{}, err
 	}
+	heartbeat(ctx)
 	if err := r.startAll(ctx, events, ep); err != nil {
 		return ResyncPageOutput{}, err
 	}
@@ -184,9 +186,7 @@ func (r *Resyncer) startAll(ctx context.Context, events []models.Event, ep *mode
 				})
 			}
 		})
-		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx)
-		}
+		heartbeat(ctx)
 	}
 	wg.Wait()
 	if first != nil {
@@ -207,4 +207,13 @@ type FinishResyncInput struct {
 // FinishResync records the end of a resync, at this worker's clock.
 func (r *Resyncer) FinishResync(ctx context.Context, in FinishResyncInput) error {
 	return r.store.FinishResync(ctx, in.ResyncID, in.Status, in.Progress, in.Error, r.now())
+}
+
+// heartbeat tells Temporal that the page's worker is alive: one step of a
+// page (its read, its write, each start) is far shorter than the heartbeat
+// timeout, a page is not.
+func heartbeat(ctx context.Context) {
+	if activity.IsActivity(ctx) {
+		activity.RecordHeartbeat(ctx)
+	}
 }

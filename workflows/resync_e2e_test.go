@@ -285,7 +285,7 @@ func TestResyncEndToEnd(t *testing.T) {
 				writerDone <- nil
 			}()
 
-			resyncs := &Resyncs{Starter: c, Store: store, TaskQueue: queue, PageHeartbeat: 2 * time.Second}
+			resyncs := &Resyncs{Starter: c, Store: store, TaskQueue: queue, PageHeartbeat: 5 * time.Second}
 			began = time.Now()
 			rs, err := resyncs.Start(ctx, tenant.ID, ep.ID)
 			if err != nil {
@@ -314,7 +314,12 @@ func TestResyncEndToEnd(t *testing.T) {
 			waitUntil(t, "the resync to end", 10*time.Minute, func() bool {
 				done, err = store.GetResync(ctx, tenant.ID, ep.ID, rs.ID)
 				if polls++; polls%100 == 0 {
-					t.Logf("resync after %s: %+v %v", time.Since(began).Round(time.Second), done, err)
+					t.Logf("resync after %s: examined %d, sent %d, covered %d", time.Since(began).Round(time.Second), done.Examined, done.Sent, done.Covered)
+					if desc, derr := c.DescribeWorkflowExecution(ctx, rs.WorkflowID, ""); derr == nil {
+						for _, pa := range desc.GetPendingActivities() {
+							t.Logf("  pending %s: state %s, attempt %d, last failure %v, last worker %s", pa.GetActivityType().GetName(), pa.GetState(), pa.GetAttempt(), pa.GetLastFailure().GetMessage(), pa.GetLastWorkerIdentity())
+						}
+					}
 				}
 				return err == nil && done.Status != models.ResyncRunning
 			})
