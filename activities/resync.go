@@ -107,6 +107,8 @@ func (r *Resyncer) ResyncPage(ctx context.Context, in ResyncPageInput) (ResyncPa
 	if limit < 1 {
 		limit = DefaultResyncPage
 	}
+	stop := keepAlive(ctx)
+	defer stop()
 	ep, err := r.store.GetEndpoint(ctx, in.TenantID, in.EndpointID)
 	if errors.Is(err, models.ErrNotFound) {
 		return ResyncPageOutput{}, temporal.NewNonRetryableApplicationError("the endpoint was deleted", ErrTypeResyncStopped, err)
@@ -207,6 +209,33 @@ type FinishResyncInput struct {
 // FinishResync records the end of a resync, at this worker's clock.
 func (r *Resyncer) FinishResync(ctx context.Context, in FinishResyncInput) error {
 	return r.store.FinishResync(ctx, in.ResyncID, in.Status, in.Progress, in.Error, r.now())
+}
+
+// keepAlive heartbeats every second until stopped, so that the heartbeat
+// timeout means what it is for, a worker that died, and not a page whose
+// starts are slow because Temporal is busy.
+func keepAlive(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // heartbeat tells Temporal that the page's worker is alive: one step of a

@@ -134,6 +134,9 @@ func RegisterResync(w worker.Registry, r *activities.Resyncer) {
 	w.RegisterActivityWithOptions(r.FinishResync, activity.RegisterOptions{Name: FinishResyncActivityName})
 }
 
+// snapshotStartTimeout bounds the start of one snapshot delivery.
+const snapshotStartTimeout = 30 * time.Second
+
 // Snapshots starts the deliveries of snapshot events
 // (activities.SnapshotStarter).
 type Snapshots struct {
@@ -156,7 +159,11 @@ func (s *Snapshots) StartSnapshot(ctx context.Context, ev *models.Event, ep *mod
 	}
 	id := WorkflowID(ev.ID, ep.ID)
 	// Not eager: a page starts many at once, for the task queue to spread.
-	_, _, err = startDelivery(ctx, s.Starter, ev, id, s.TaskQueue, in, false)
+	// A longer bound than a live start's: a start that times out fails
+	// the whole page, which then starts its events again.
+	sctx, cancel := context.WithTimeout(ev.TraceContext(ctx), snapshotStartTimeout)
+	defer cancel()
+	_, err = s.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(s.TaskQueue, DefaultTaskQueue), in, false), DeliveryWorkflowName, in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &already) {
 		return fmt.Errorf("start snapshot delivery %s: %w", id, err)
