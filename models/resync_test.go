@@ -177,6 +177,17 @@ func TestResyncPosition(t *testing.T) {
 		if err != nil || next.N != 2 {
 			t.Fatalf("next resync: %+v %v, want number 2", next, err)
 		}
+		// Retention takes finished resyncs with the delivery attempts,
+		// never a running one; numbers go on from the endpoint's counter.
+		if _, err := s.Purge(ctx, models.PurgeDeliveries, time.Now().Add(time.Hour), 100); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetResync(ctx, o.id, ep.ID, rs.ID); !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("finished resync after the purge: %v, want gone", err)
+		}
+		if _, err := s.GetResync(ctx, o.id, ep.ID, next.ID); err != nil {
+			t.Fatalf("running resync after the purge: %v", err)
+		}
 	})
 }
 

@@ -42,6 +42,13 @@ var payloadTypes = []struct {
 	{"RecoverPageOutput", activities.RecoverPageOutput{}, []string{"capped", "done", "failed", "found", "last", "replayed"}},
 	{"FinishRecoveryInput", activities.FinishRecoveryInput{}, []string{"error", "progress", "recovery_id", "status"}},
 	{"RecoveryProgress", models.RecoveryProgress{}, []string{"Failed", "Found", "Replayed"}},
+	{"ResyncInput", ResyncInput{}, []string{"after", "endpoint_id", "page_heartbeat", "page_size", "position", "progress", "resync_id", "started_at", "tenant_id"}},
+	{"ResyncOutput", ResyncOutput{}, []string{"covered", "examined", "sent"}},
+	{"ResyncPageInput", activities.ResyncPageInput{}, []string{"after", "before", "endpoint_id", "limit", "position", "resync_id", "started_at", "tenant_id"}},
+	{"ResyncPageOutput", activities.ResyncPageOutput{}, []string{"covered", "done", "examined", "last", "sent"}},
+	{"FinishResyncInput", activities.FinishResyncInput{}, []string{"error", "progress", "resync_id", "status"}},
+	{"ResyncProgress", models.ResyncProgress{}, []string{"covered", "examined", "sent"}},
+	{"ResyncCursor", models.ResyncCursor{}, []string{"module_id", "record_id"}},
 }
 
 func TestPayloadJSONNames(t *testing.T) {
