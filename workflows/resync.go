@@ -145,6 +145,9 @@ type Snapshots struct {
 	Policy RetryPolicy
 	// TaskQueue is where deliveries run (DefaultTaskQueue when empty).
 	TaskQueue string
+	// Eager asks for each delivery's first workflow task in its start's
+	// answer, for a worker of this process (the page's).
+	Eager bool
 }
 
 var _ activities.SnapshotStarter = (*Snapshots)(nil)
@@ -158,12 +161,11 @@ func (s *Snapshots) StartSnapshot(ctx context.Context, ev *models.Event, ep *mod
 		return err
 	}
 	id := WorkflowID(ev.ID, ep.ID)
-	// Not eager: a page starts many at once, for the task queue to spread.
 	// A longer bound than a live start's: a start that times out fails
 	// the whole page, which then starts its events again.
 	sctx, cancel := context.WithTimeout(ev.TraceContext(ctx), snapshotStartTimeout)
 	defer cancel()
-	_, err = s.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(s.TaskQueue, DefaultTaskQueue), in, false), DeliveryWorkflowName, in)
+	_, err = s.Starter.ExecuteWorkflow(sctx, startOptions(id, cmp.Or(s.TaskQueue, DefaultTaskQueue), in, s.Eager), DeliveryWorkflowName, in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &already) {
 		return fmt.Errorf("start snapshot delivery %s: %w", id, err)

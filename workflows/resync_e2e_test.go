@@ -207,7 +207,7 @@ func TestResyncEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			snapshots := &Snapshots{Starter: c, Policy: policy, TaskQueue: queue}
+			snapshots := &Snapshots{Starter: c, Policy: policy, TaskQueue: queue, Eager: true}
 			startWorker := func(s activities.SnapshotStarter) worker.Worker {
 				w := worker.New(c, queue, worker.Options{MaxConcurrentWorkflowTaskPollers: 32, MaxConcurrentActivityTaskPollers: 8})
 				Register(w, deliver)
