@@ -126,10 +126,9 @@ func finishResync(ctx workflow.Context, in ResyncInput, status, why string) erro
 	}).Get(ctx, nil)
 }
 
-// RegisterResync registers the Resync workflow and r's activities under
-// their pinned names.
-func RegisterResync(w worker.Registry, r *activities.Resyncer) {
-	w.RegisterWorkflowWithOptions(Resync, workflow.RegisterOptions{Name: ResyncWorkflowName})
+// RegisterResync registers r's activities under their pinned names (the
+// Resync workflow is registered with the others by Register).
+func RegisterResync(w worker.ActivityRegistry, r *activities.Resyncer) {
 	w.RegisterActivityWithOptions(r.ResyncPage, activity.RegisterOptions{Name: ResyncPageActivityName})
 	w.RegisterActivityWithOptions(r.FinishResync, activity.RegisterOptions{Name: FinishResyncActivityName})
 }
