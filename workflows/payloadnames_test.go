@@ -73,6 +73,7 @@ func TestRecordedPayloadNames(t *testing.T) {
 		DeliveryWorkflowName: {"DeliveryInput", "DeliveryOutput"},
 		PurgeWorkflowName:    {"PurgeWorkflowInput", "PurgeWorkflowOutput"},
 		RecoveryWorkflowName: {"RecoveryInput", "RecoveryOutput"},
+		ResyncWorkflowName:   {"ResyncInput", "ResyncOutput"},
 	}
 	activityIO := map[string][2]string{
 		AttemptActivityName:        {"AttemptInput", "AttemptOutput"},
@@ -80,6 +81,8 @@ func TestRecordedPayloadNames(t *testing.T) {
 		PurgeActivityName:          {"PurgeInput", "PurgeOutput"},
 		RecoverPageActivityName:    {"RecoverPageInput", "RecoverPageOutput"},
 		FinishRecoveryActivityName: {"FinishRecoveryInput", ""},
+		ResyncPageActivityName:     {"ResyncPageInput", "ResyncPageOutput"},
+		FinishResyncActivityName:   {"FinishResyncInput", ""},
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
@@ -148,7 +151,7 @@ func TestRecordedPayloadNames(t *testing.T) {
 	}
 	// The recordings must reach the payloads that matter most, or this
 	// test checks nothing.
-	for _, typ := range []string{"DeliveryInput", "AttemptInput", "AttemptOutput", "RecoveryInput", "RecoverPageInput"} {
+	for _, typ := range []string{"DeliveryInput", "AttemptInput", "AttemptOutput", "RecoveryInput", "RecoverPageInput", "ResyncInput", "ResyncPageInput"} {
 		if !checked[typ] {
 			t.Errorf("no recorded history holds a %s payload", typ)
 		}
