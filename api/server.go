@@ -56,6 +56,8 @@ type Deps struct {
 	Replayer Replayer
 	// Recoverer starts bulk recoveries; without it recover answers 503.
 	Recoverer Recoverer
+	// Resyncer starts resyncs; without it resync answers 503.
+	Resyncer Resyncer
 	// PublicURL is the base URL that inbound webhook URLs are given under
 	// (RECORDHUB_PUBLIC_URL); when empty, the address the admin called.
 	PublicURL string
@@ -92,6 +94,7 @@ type Server struct {
 	urlCheck         func(ctx context.Context, rawURL string) error
 	replayer         Replayer
 	recoverer        Recoverer
+	resyncer         Resyncer
 	publicURL        string
 	tracing          *tracing
 	console          http.Handler
@@ -107,7 +110,7 @@ func New(d Deps) *Server {
 	s := &Server{
 		store: d.Store, limiter: d.Limiter, logs: d.Logs, log: d.Log,
 		registry: d.Registry, defaultRateLimit: d.DefaultRateLimit, ready: d.Ready, now: d.Now,
-		urlCheck: d.CheckURL, replayer: d.Replayer, recoverer: d.Recoverer, publicURL: d.PublicURL,
+		urlCheck: d.CheckURL, replayer: d.Replayer, recoverer: d.Recoverer, resyncer: d.Resyncer, publicURL: d.PublicURL,
 		console: d.Console, heavyReadTimeout: d.HeavyReadTimeout,
 	}
 	if s.log == nil {
@@ -213,6 +216,8 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	admin.POST("/webhook-endpoints/:id/rotate-secret", s.adminRotateEndpointSecret)
 	admin.POST("/webhook-endpoints/:id/recover", s.adminRecoverEndpoint)
 	admin.GET("/webhook-endpoints/:id/recoveries/:recoveryId", s.adminGetRecovery)
+	admin.POST("/webhook-endpoints/:id/resync", s.adminResyncEndpoint)
+	admin.GET("/webhook-endpoints/:id/resyncs/:resyncId", s.adminGetResync)
 	admin.GET("/webhook-deliveries", heavy, s.adminListDeliveries)
 	admin.GET("/webhook-deliveries/:id", s.adminGetDelivery)
 	admin.POST("/webhook-deliveries/:id/replay", s.adminReplayDelivery)

@@ -97,6 +97,13 @@ func (s *Store) Purge(ctx context.Context, kind PurgeKind, before time.Time, bat
 		if kind != PurgeDeliveries {
 			return nil
 		}
+		// Finished resyncs go with the delivery attempts, as recoveries
+		// do; their numbers come from the endpoint's resync_seq.
+		res = tx.Exec(purgeResyncs, before.UTC(), batch)
+		if res.Error != nil {
+			return fmt.Errorf("purge resyncs: %w", res.Error)
+		}
+		n += res.RowsAffected
 		// The deliveries' hourly stats rollups share their retention: an
 		// hour goes once it ended before the cutoff, a batch at a time
 		// beside the rows. The larger count is returned, so that the
@@ -110,6 +117,10 @@ func (s *Store) Purge(ctx context.Context, kind PurgeKind, before time.Time, bat
 	})
 	return n, err
 }
+
+// purgeResyncs deletes one batch of resyncs finished before the cutoff.
+const purgeResyncs = `DELETE FROM webhook_resyncs WHERE id IN
+	(SELECT id FROM webhook_resyncs WHERE finished_at < ? AND status <> 'running' ORDER BY finished_at LIMIT ?)`
 
 // purgeStatsHours deletes one batch of rollup rows of hours up to the
 // given one (Unix seconds), through endpoint_stats_hours_hour_idx.

@@ -23,7 +23,7 @@ const (
 )
 
 // EventTypes lists every event type, the types an endpoint may subscribe to.
-var EventTypes = []string{EventRecordCreated, EventRecordUpdated, EventRecordDeleted, EventStatusChange, EventCustomDataUpdated, EventEndpointDisabled}
+var EventTypes = []string{EventRecordCreated, EventRecordUpdated, EventRecordDeleted, EventStatusChange, EventCustomDataUpdated, EventEndpointDisabled, EventRecordSnapshot}
 
 // Webhook endpoint bounds.
 const (

@@ -1,4 +1,4 @@
-// Recorded histories of the Delivery, Purge and Recovery workflows: TestReplayRecordedHistories
+// Recorded histories of the Delivery, Purge, Recovery and Resync workflows: TestReplayRecordedHistories
 // replays every testdata/*.json file on each `make test`, so a change to the
 // workflow that would break its running executions (a new, removed or
 // reordered command, a renamed workflow) fails there instead of in
@@ -68,6 +68,8 @@ type historyCase struct {
 	// run their cases; they replay as executions started before the
 	// upgrade, which still run.
 	before bool
+	// resync, when set, makes the case a resync with this input.
+	resync *ResyncInput
 }
 
 // purgedRows is what the recorded purge activity deletes of each kind.
@@ -161,6 +163,8 @@ func historyCases() []historyCase {
 			in: localLost, attempt: failing, hangAt: 1, settled: true,
 			want: DeliveryOutput{Attempts: 1}, failed: true,
 		},
+		{file: "resync_completed.json", workflowID: ResyncWorkflowID("whe_hist", 1), resync: resyncCase("rsy_done")},
+		{file: "resync_stopped.json", workflowID: ResyncWorkflowID("whe_hist", 2), resync: resyncCase("rsy_stopped"), failed: true},
 	}
 }
 
@@ -177,6 +181,25 @@ func recordedPages(_ context.Context, in activities.RecoverPageInput) (activitie
 	return activities.RecoverPageOutput{Found: 1, Replayed: 1, Last: "evt_3", Done: true}, nil
 }
 
+// recordedResyncPages plays a recorded resync's pages: "rsy_done" sends
+// two records on its first page, one and one covered on its second (page
+// size 2), and "rsy_stopped" finds its endpoint disabled.
+func recordedResyncPages(_ context.Context, in activities.ResyncPageInput) (activities.ResyncPageOutput, error) {
+	switch {
+	case in.ResyncID == "rsy_stopped":
+		return activities.ResyncPageOutput{}, temporal.NewNonRetryableApplicationError("the endpoint was disabled", activities.ErrTypeResyncStopped, nil)
+	case in.After.RecordID == "":
+		return activities.ResyncPageOutput{Examined: 2, Sent: 2, Last: models.ResyncCursor{ModuleID: "mod_1", RecordID: "rec_2"}}, nil
+	}
+	return activities.ResyncPageOutput{Examined: 2, Sent: 1, Covered: 1, Last: models.ResyncCursor{ModuleID: "mod_1", RecordID: "rec_4"}, Done: true}, nil
+}
+
+// resyncCase is a recorded resync's input.
+func resyncCase(id string) *ResyncInput {
+	return &ResyncInput{ResyncID: id, TenantID: "ten_hist", EndpointID: "whe_hist", Position: "42",
+		StartedAt: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC), PageSize: 2}
+}
+
 // recoveryCase is a recorded recovery's input.
 func recoveryCase(id string) *RecoveryInput {
 	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -184,7 +207,7 @@ func recoveryCase(id string) *RecoveryInput {
 }
 
 // pinnedWorkflowNames are the names registerWorkflows registers.
-var pinnedWorkflowNames = []string{DeliveryWorkflowName, PurgeWorkflowName, RecoveryWorkflowName}
+var pinnedWorkflowNames = []string{DeliveryWorkflowName, PurgeWorkflowName, RecoveryWorkflowName, ResyncWorkflowName}
 
 // TestReplayRecordedHistories replays every recorded history with the
 // workflow registered as the worker registers it: a non-deterministic
@@ -281,6 +304,9 @@ func TestRecordHistories(t *testing.T) {
 		r.RegisterActivityWithOptions(recordedPages, activity.RegisterOptions{Name: RecoverPageActivityName})
 		r.RegisterActivityWithOptions(func(context.Context, activities.FinishRecoveryInput) error { return nil },
 			activity.RegisterOptions{Name: FinishRecoveryActivityName})
+		r.RegisterActivityWithOptions(recordedResyncPages, activity.RegisterOptions{Name: ResyncPageActivityName})
+		r.RegisterActivityWithOptions(func(context.Context, activities.FinishResyncInput) error { return nil },
+			activity.RegisterOptions{Name: FinishResyncActivityName})
 	})
 	if err := os.MkdirAll("testdata", 0o755); err != nil {
 		t.Fatal(err)
@@ -297,6 +323,8 @@ func TestRecordHistories(t *testing.T) {
 				hist = recordPurge(t, c, hc)
 			case hc.recovery != nil:
 				hist = recordRecovery(t, c, hc)
+			case hc.resync != nil:
+				hist = recordResync(t, c, hc)
 			default:
 				hist = recordDelivery(t, c, hc, settles)
 			}
@@ -399,6 +427,29 @@ func recordRecovery(t *testing.T, c client.Client, hc historyCase) *historypb.Hi
 		t.Fatal(err)
 	case !hc.failed && got != (RecoveryOutput{Found: 3, Replayed: 3}):
 		t.Fatalf("recovery output %+v, want 3 found and replayed", got)
+	}
+	return history(ctx, t, c, hc.workflowID, run.GetRunID())
+}
+
+// recordResync runs hc's resync to its end and returns its history.
+func recordResync(t *testing.T, c client.Client, hc historyCase) *historypb.History {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: hc.workflowID, TaskQueue: DefaultTaskQueue},
+		ResyncWorkflowName, *hc.resync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got ResyncOutput
+	err = run.Get(ctx, &got)
+	switch {
+	case hc.failed && err == nil:
+		t.Fatal("the resync completed; want it failed")
+	case !hc.failed && err != nil:
+		t.Fatal(err)
+	case !hc.failed && got != (ResyncOutput{Examined: 4, Sent: 3, Covered: 1}):
+		t.Fatalf("resync output %+v, want 4 examined, 3 sent, 1 covered", got)
 	}
 	return history(ctx, t, c, hc.workflowID, run.GetRunID())
 }

@@ -46,6 +46,13 @@ var payloadTypes = []struct {
 	{"RecoverPageOutput", activities.RecoverPageOutput{}, []string{"capped", "done", "failed", "found", "last", "replayed"}},
 	{"FinishRecoveryInput", activities.FinishRecoveryInput{}, []string{"error", "progress", "recovery_id", "status"}},
 	{"RecoveryProgress", models.RecoveryProgress{}, []string{"Failed", "Found", "Replayed"}},
+	{"ResyncInput", ResyncInput{}, []string{"after", "endpoint_id", "page_heartbeat", "page_size", "position", "progress", "resync_id", "started_at", "tenant_id"}},
+	{"ResyncOutput", ResyncOutput{}, []string{"covered", "examined", "sent"}},
+	{"ResyncPageInput", activities.ResyncPageInput{}, []string{"after", "before", "endpoint_id", "limit", "position", "resync_id", "started_at", "tenant_id"}},
+	{"ResyncPageOutput", activities.ResyncPageOutput{}, []string{"covered", "done", "examined", "last", "sent"}},
+	{"FinishResyncInput", activities.FinishResyncInput{}, []string{"error", "progress", "resync_id", "status"}},
+	{"ResyncProgress", models.ResyncProgress{}, []string{"covered", "examined", "sent"}},
+	{"ResyncCursor", models.ResyncCursor{}, []string{"module_id", "record_id"}},
 }
 
 func TestPayloadJSONNames(t *testing.T) {
@@ -149,6 +156,7 @@ func TestRecordedPayloadNames(t *testing.T) {
 		DeliveryWorkflowName: {"DeliveryInput", "DeliveryOutput"},
 		PurgeWorkflowName:    {"PurgeWorkflowInput", "PurgeWorkflowOutput"},
 		RecoveryWorkflowName: {"RecoveryInput", "RecoveryOutput"},
+		ResyncWorkflowName:   {"ResyncInput", "ResyncOutput"},
 	}
 	activityIO := map[string][2]string{
 		AttemptActivityName:        {"AttemptInput", "AttemptOutput"},
@@ -156,6 +164,8 @@ func TestRecordedPayloadNames(t *testing.T) {
 		PurgeActivityName:          {"PurgeInput", "PurgeOutput"},
 		RecoverPageActivityName:    {"RecoverPageInput", "RecoverPageOutput"},
 		FinishRecoveryActivityName: {"FinishRecoveryInput", ""},
+		ResyncPageActivityName:     {"ResyncPageInput", "ResyncPageOutput"},
+		FinishResyncActivityName:   {"FinishResyncInput", ""},
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
@@ -224,7 +234,7 @@ func TestRecordedPayloadNames(t *testing.T) {
 	}
 	// The recordings must reach the payloads that matter most, or this
 	// test checks nothing.
-	for _, typ := range []string{"DeliveryInput", "AttemptInput", "AttemptOutput", "RecoveryInput", "RecoverPageInput"} {
+	for _, typ := range []string{"DeliveryInput", "AttemptInput", "AttemptOutput", "RecoveryInput", "RecoverPageInput", "ResyncInput", "ResyncPageInput"} {
 		if !checked[typ] {
 			t.Errorf("no recorded history holds a %s payload", typ)
 		}

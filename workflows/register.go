@@ -40,4 +40,5 @@ func registerWorkflows(w worker.WorkflowRegistry) {
 	w.RegisterWorkflowWithOptions(Delivery, workflow.RegisterOptions{Name: DeliveryWorkflowName})
 	w.RegisterWorkflowWithOptions(Purge, workflow.RegisterOptions{Name: PurgeWorkflowName})
 	w.RegisterWorkflowWithOptions(Recovery, workflow.RegisterOptions{Name: RecoveryWorkflowName})
+	w.RegisterWorkflowWithOptions(Resync, workflow.RegisterOptions{Name: ResyncWorkflowName})
 }

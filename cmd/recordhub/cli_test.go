@@ -89,6 +89,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"webhooks", "help"}, "usage: recordhub webhooks COMMAND"},
 		{[]string{"webhooks", "recover", "--help"}, "usage: recordhub webhooks recover"},
 		{[]string{"webhooks", "recover", "whe_1", "--since", "2h", "-h"}, "usage: recordhub webhooks recover"},
+		{[]string{"webhooks", "resync", "--help"}, "usage: recordhub webhooks resync"},
+		{[]string{"webhooks", "resync", "whe_1", "--wait", "-h"}, "usage: recordhub webhooks resync"},
 		{[]string{"webhooks", "listen", "--help"}, "usage: recordhub webhooks listen"},
 		{[]string{"webhooks", "listen", "--port", "0", "-h"}, "usage: recordhub webhooks listen"},
 		{[]string{"healthcheck", "--help"}, "usage: recordhub healthcheck URL"},

@@ -31,6 +31,9 @@ commands:
   recordhub webhooks recover ENDPOINT_ID --since 2h|RFC3339 [--until …] [--api URL] [--detach] [--json]
                                       replay an endpoint's failed deliveries of a time window through
                                       the API and show the progress (admin key in RECORDHUB_ADMIN_KEY)
+  recordhub webhooks resync ENDPOINT_ID [--wait] [--api URL] [--json]
+                                      send every current record of the endpoint's modules as a
+                                      record_snapshot event, then its live events carry on
   recordhub webhooks listen [--port N] [--secret S] [--status CODE]
                                       run a local receiver on 127.0.0.1 that prints and verifies deliveries
   recordhub healthcheck URL           exit 0 when URL answers 200 (for container health checks)
@@ -168,6 +171,9 @@ commands:
   recordhub webhooks recover ENDPOINT_ID --since 2h|RFC3339 [--until …] [--api URL] [--detach] [--json]
                                       replay an endpoint's failed deliveries of a time window through
                                       the API and show the progress (admin key in RECORDHUB_ADMIN_KEY)
+  recordhub webhooks resync ENDPOINT_ID [--wait] [--api URL] [--json]
+                                      send every current record of the endpoint's modules as a
+                                      record_snapshot event, then its live events carry on
   recordhub webhooks listen [--port N] [--secret S] [--status CODE]
                                       run a local receiver on 127.0.0.1 that prints and verifies deliveries
 

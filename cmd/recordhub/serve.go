@@ -128,6 +128,7 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		},
 		Replayer:  wh,
 		Recoverer: wh,
+		Resyncer:  wh,
 		PublicURL: cfg.PublicURL,
 		OpsOnly:   !cfg.runsAPI(),
 		Console:   page,

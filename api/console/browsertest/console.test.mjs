@@ -728,6 +728,31 @@ async function run(page) {
     });
   });
 
+  await step('resync the endpoint, with progress', async () => {
+    await page.getByTestId('nav-endpoints').click();
+    await card.waitFor();
+    await card.getByTestId('endpoint-resync').click();
+    // Without record_snapshot among its events the form says so and cannot start.
+    await card.getByTestId('resync-not-subscribed').waitFor();
+    check(await card.getByTestId('resync-submit').isDisabled(), 'a resync can be started on an endpoint without record_snapshot');
+    await api('PATCH', `/api/admin/webhook-endpoints/${ENDPOINT_ID}`,
+      { events: ['record_snapshot', 'record_created', 'record_updated', 'record_deleted'] });
+    await page.getByTestId('endpoints-refresh').click();
+    await card.getByTestId('endpoint-resync').click();
+    await card.getByTestId('resync-submit').click();
+    const progress = card.getByTestId('resync-progress');
+    await progress.waitFor();
+    await card.locator('[data-testid="resync-progress"]:not([data-status="running"])').waitFor({ timeout: 30000 });
+    const status = await progress.getAttribute('data-status');
+    const examined = Number(await card.getByTestId('resync-examined').getAttribute('data-value'));
+    const sent = Number(await card.getByTestId('resync-sent').getAttribute('data-value'));
+    const covered = Number(await card.getByTestId('resync-covered').getAttribute('data-value'));
+    check(status === 'completed', `the resync ended ${status}`);
+    check(examined >= 1 && sent + covered === examined, `the resync examined ${examined}, sent ${sent}, covered ${covered}`);
+    check(await card.getByTestId('resync-bar').count() === 1, 'no progress bar');
+    console.log(`     resync examined=${examined} sent=${sent} covered=${covered}`);
+  });
+
   await step('a 401 returns to sign-in; Sign out forgets the key', async () => {
     await page.getByTestId('nav-endpoints').click();
     await card.waitFor();

@@ -1,12 +1,13 @@
 // The endpoints panel: each webhook endpoint with its health, its last
 // 24 hours of attempts, and the actions support needs (enable or disable,
-// its deliveries, a recovery, its signing secret, its custom headers'
+// its deliveries, a recovery, a resync, its signing secret, its custom headers'
 // values), 20 to a page; the page
 // is in the hash (#/endpoints?page=2), so Refresh and a toggle keep it.
 
 import { h, replace, svg, link, badge, fmtMs, fmtRate, fmtTime, time, zoneName, moduleName, fromLocalInput } from './dom.js';
 import { request, adminPath, withQuery } from './api.js';
 import { header, loading, errorBox, refreshButton } from './panel.js';
+import { resyncForm } from './resync.js';
 
 // PAGE_SIZE is smaller than the deliveries': each endpoint on the page
 // carries its statistics (24 hourly rollup rows read per endpoint).
@@ -90,6 +91,14 @@ function card(ctx, e) {
       replace(extra, recoverForm(ctx, e, () => replace(extra)));
     },
   }, 'Recover…');
+  const resync = h('button', {
+    type: 'button', class: 'secondary', 'data-testid': 'endpoint-resync',
+    onclick: () => {
+      reveal.disabled = false;
+      if (revealHeaders) revealHeaders.disabled = false;
+      replace(extra, resyncForm(ctx, e, () => replace(extra)));
+    },
+  }, 'Resync…');
   const reveal = h('button', {
     type: 'button', class: 'secondary', 'data-testid': 'reveal-secret',
     onclick: () => {
@@ -140,6 +149,7 @@ function card(ctx, e) {
       link(`#/deliveries?endpoint_id=${encodeURIComponent(e.id)}`, 'Deliveries', { class: 'button secondary', 'data-testid': 'endpoint-deliveries' }),
       recover,
       editFilter,
+      resync,
       reveal,
       revealHeaders),
     notice,
