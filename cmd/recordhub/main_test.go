@@ -101,11 +101,11 @@ func startServiceEnv(t *testing.T, cfg Config, env Env) (base string, stop func(
 	case a := <-addr:
 		base = "http://" + a
 	case err := <-done:
+		// No timer beside these two: a start slowed by a busy machine
+		// must not fail, and one that hangs ends in the test binary's
+		// -timeout with every goroutine's stack, which shows where.
 		cancel()
 		t.Fatalf("service did not start: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("service did not start within 30s")
 	}
 	var once sync.Once
 	var runErr error
