@@ -96,7 +96,7 @@ type ResyncPageOutput struct {
 }
 
 // ResyncPage sends one page of a resync: it reads the page's records,
-// keeps those no live event covers, stores their snapshot events (the
+// keeps those no live event covers and the endpoint's filter passes, stores their snapshot events (the
 // same ones again when the page is done again: their ids come from the
 // resync, the record and its version), starts their deliveries, several at
 // once, and writes the resync's progress. A start that fails fails the
@@ -138,6 +138,11 @@ func (r *Resyncer) ResyncPage(ctx context.Context, in ResyncPageInput) (ResyncPa
 	for i := range page {
 		if page[i].Covered {
 			out.Covered++
+			continue
+		}
+		// The endpoint's content filter holds for snapshots as for live
+		// events: a record it leaves out is examined, and not sent.
+		if !ep.Filter.Matches(page[i].Record.Fields) {
 			continue
 		}
 		ev, err := models.SnapshotEvent(rs, &page[i])
