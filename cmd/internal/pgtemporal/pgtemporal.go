@@ -229,10 +229,10 @@ func (s *Server) Stop() error {
 		errs = append(errs, p.stop(stopTimeout))
 	}
 	// Stop has no context of its own: it runs from t.Cleanup and deferred
-	// calls, after the caller's context may be gone.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	errs = append(errs, dropDatabases(ctx, s.pg, s.dbs...))
+	// calls, after the caller's context may be gone. No deadline either:
+	// DROP DATABASE ends, if slowly on a busy machine (it took over 30 s
+	// once), and a caller that must bound it bounds the whole process.
+	errs = append(errs, dropDatabases(context.Background(), s.pg, s.dbs...))
 	errs = append(errs, os.RemoveAll(s.dir))
 	return errors.Join(errs...)
 }
