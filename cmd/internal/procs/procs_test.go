@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/recordhub/recordhub/models/storetest"
 )
 
 func sleeper(t *testing.T, script string, out io.Writer) *Process {
@@ -78,13 +80,11 @@ func TestFreezeAndThaw(t *testing.T) {
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.HasPrefix(state(t, p.Pid()), "T") {
-		if time.Now().After(deadline) {
-			t.Fatalf("state %q after SIGSTOP, want T", state(t, p.Pid()))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// A process in uninterruptible sleep (D, as sleep is while a busy
+	// machine pages it in) stops once it leaves it.
+	storetest.Eventually(t, time.Minute, "the process stopped (state T)", func() bool {
+		return strings.HasPrefix(state(t, p.Pid()), "T")
+	})
 	if err := p.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,9 @@ func TestFreezeAndThaw(t *testing.T) {
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Stop(5 * time.Second); err != nil {
+	// The grace is a bound, not a speed: Stop returns once the process
+	// has ended.
+	if err := p.Stop(time.Minute); err != nil {
 		t.Errorf("Stop of a frozen process: %v", err)
 	}
 	if !p.Exited() {
@@ -105,7 +107,7 @@ func TestStopKillsAfterGrace(t *testing.T) {
 	p := sleeper(t, "trap '' TERM; echo ready; sleep 60", out)
 	select {
 	case <-out.ready:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("the shell did not set its trap")
 	}
 	err := p.Stop(200 * time.Millisecond)
