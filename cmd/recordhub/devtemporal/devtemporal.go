@@ -123,13 +123,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if _, err := reservePort("RECORDHUB_TEMPORAL_PORT", "127.0.0.1", frontendPort); err != nil {
 		return nil, err
 	}
-	srv, err := newTemporalServer(sqlCfg, frontendPort, serverLog)
+	srv, err := startTemporal(sqlCfg, frontendPort, serverLog)
 	if err != nil {
 		return nil, err
-	}
-	if err := srv.Start(); err != nil {
-		_ = srv.Stop()
-		return nil, fmt.Errorf("start temporal server: %w", err)
 	}
 	s := &Server{address: address, temporal: srv, logLevel: logLevel}
 

@@ -330,3 +330,48 @@ func vmRSS(t *testing.T) int {
 	t.Fatal("no VmRSS in /proc/self/status")
 	return 0
 }
+
+// TestInternalPortTaken: an internal service's port taken between picking
+// and binding it (another process on a busy machine) once is retried with
+// new ports and the server starts; taken every time, Start returns an
+// error naming the listener, where the server's Fatal used to return and
+// hand a nil listener to a goroutine that panicked out of reach, ending
+// the whole process.
+func TestInternalPortTaken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the embedded Temporal server; skipped by -short")
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	t.Cleanup(func() { internalPort = freeLoopbackPort })
+
+	t.Run("always", func(t *testing.T) {
+		internalPort = func() (int, error) { return port, nil }
+		s, err := Start(t.Context(), Config{DataDir: t.TempDir(), Namespace: testNamespace, Logger: testLogger()})
+		if err == nil {
+			s.Stop()
+			t.Fatal("Start succeeded with every internal port taken, want an error")
+		}
+		if want := "start temporal server: Failed to start gRPC listener"; !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Start error = %q, want it to begin %q", err, want)
+		}
+	})
+	t.Run("once", func(t *testing.T) {
+		calls := 0
+		internalPort = func() (int, error) {
+			if calls++; calls == 1 {
+				return port, nil
+			}
+			return freeLoopbackPort()
+		}
+		s := startServer(t, Config{DataDir: t.TempDir(), Namespace: testNamespace, Logger: testLogger()})
+		c, _ := dial(t, s)
+		stop := runWorker(t, c, "greetings")
+		defer stop()
+		wantResult(t, greet(t, c, "greet-retry", "greetings", "recordhub"), "hello, recordhub")
+	})
+}

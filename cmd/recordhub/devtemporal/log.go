@@ -2,8 +2,10 @@ package devtemporal
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
@@ -77,8 +79,20 @@ func (h quietHandler) WithGroup(name string) slog.Handler {
 
 // serverLogger adapts slog to the server's logger interface. Panic and Fatal
 // are logged as errors and return: the server must never end the process it
-// is embedded in.
-type serverLogger struct{ log *slog.Logger }
+// is embedded in. While the server is being built and started (starting
+// set and true), Fatal also panics with a fatalError, which Start recovers
+// into an error: the server logs Fatal where it cannot go on (a gRPC
+// listener it could not open), and going on would hand a nil listener to
+// a goroutine that panics out of reach.
+type serverLogger struct {
+	log      *slog.Logger
+	starting *atomic.Bool
+}
+
+// fatalError is what Fatal panics with while the server starts.
+type fatalError struct{ msg string }
+
+func (e fatalError) Error() string { return e.msg }
 
 var _ log.Logger = serverLogger{}
 
@@ -88,7 +102,17 @@ func (l serverLogger) Warn(msg string, tags ...tag.Tag)   { l.emit(slog.LevelWar
 func (l serverLogger) Error(msg string, tags ...tag.Tag)  { l.emit(slog.LevelError, msg, tags) }
 func (l serverLogger) DPanic(msg string, tags ...tag.Tag) { l.emit(slog.LevelError, msg, tags) }
 func (l serverLogger) Panic(msg string, tags ...tag.Tag)  { l.emit(slog.LevelError, msg, tags) }
-func (l serverLogger) Fatal(msg string, tags ...tag.Tag)  { l.emit(slog.LevelError, msg, tags) }
+func (l serverLogger) Fatal(msg string, tags ...tag.Tag) {
+	l.emit(slog.LevelError, msg, tags)
+	if l.starting != nil && l.starting.Load() {
+		for _, t := range tags {
+			if t.Key() == "error" {
+				msg = fmt.Sprintf("%s: %v", msg, t.Value())
+			}
+		}
+		panic(fatalError{msg: msg})
+	}
+}
 
 func (l serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {
 	ctx := context.Background()

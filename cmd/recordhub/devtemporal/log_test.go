@@ -39,7 +39,7 @@ func TestServerLogDropsTransientErrors(t *testing.T) {
 			if tc.stopping {
 				level.Set(slog.LevelError) // as Stop does
 			}
-			l := serverLogger{serverSlog(slog.New(slog.NewJSONHandler(&buf, nil)), level)}
+			l := serverLogger{log: serverSlog(slog.New(slog.NewJSONHandler(&buf, nil)), level)}
 			l.Error(tc.msg, tag.Error(tc.err))
 			if got := strings.Contains(buf.String(), tc.msg); got != tc.want {
 				t.Errorf("logged %v (%q), want %v", got, buf.String(), tc.want)

@@ -45,6 +45,10 @@ func listenUI(addr string) (net.Listener, string, error) {
 	return l, host, nil
 }
 
+// internalPort picks the port of one of the server's internal services;
+// a variable, so that a test can hand out a port that is taken.
+var internalPort = freeLoopbackPort
+
 // freeLoopbackPort returns a port that was free on 127.0.0.1 a moment ago.
 func freeLoopbackPort() (int, error) {
 	port, err := probe("127.0.0.1:0")

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	namespacepb "go.temporal.io/api/namespace/v1"
@@ -93,10 +94,10 @@ func prepareDatabase(sqlCfg *config.SQL, namespace string, retention time.Durati
 // newTemporalServer configures a single-node server on loopback: the
 // frontend on frontendPort, history, matching and the system worker on free
 // ports, found through static hosts instead of ringpop membership.
-func newTemporalServer(sqlCfg *config.SQL, frontendPort int, log *slog.Logger) (temporal.Server, error) {
+func newTemporalServer(sqlCfg *config.SQL, frontendPort int, log serverLogger) (temporal.Server, error) {
 	ports := map[primitives.ServiceName]int{primitives.FrontendService: frontendPort}
 	for _, svc := range []primitives.ServiceName{primitives.HistoryService, primitives.MatchingService, primitives.WorkerService} {
-		port, err := freeLoopbackPort()
+		port, err := internalPort()
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +150,7 @@ func newTemporalServer(sqlCfg *config.SQL, frontendPort int, log *slog.Logger) (
 		temporal.WithConfig(conf),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(hosts),
-		temporal.WithLogger(serverLogger{log: log}),
+		temporal.WithLogger(log),
 		temporal.WithAuthorizer(authorization.NewNoopAuthorizer()),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return authorization.NewNoopClaimMapper() }),
 		temporal.WithDynamicConfigClient(dynamicConfig()),
@@ -232,4 +233,59 @@ func dialFrontend(ctx context.Context, address, namespace string, serverLog *slo
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// startAttempts is how many times startTemporal builds the server when a
+// gRPC listener cannot be opened: the internal services' ports were free
+// a moment before, and another process may have taken one since.
+const startAttempts = 3
+
+// startTemporal builds and starts the server. A Fatal the server logs
+// while it starts (a listener it could not open) comes back as an error,
+// after new internal ports were tried startAttempts times in all.
+func startTemporal(sqlCfg *config.SQL, frontendPort int, log *slog.Logger) (temporal.Server, error) {
+	var err error
+	for range startAttempts {
+		var srv temporal.Server
+		if srv, err = startOnce(sqlCfg, frontendPort, log); err == nil {
+			return srv, nil
+		}
+		var fatal fatalError
+		if !errors.As(err, &fatal) {
+			return nil, err
+		}
+		log.Warn("temporal server could not start; trying other internal ports", "error", err)
+	}
+	return nil, err
+}
+
+// startOnce builds and starts the server once; the server's Fatal, while
+// it starts, panics with a fatalError, recovered here into the error.
+func startOnce(sqlCfg *config.SQL, frontendPort int, log *slog.Logger) (srv temporal.Server, err error) {
+	starting := &atomic.Bool{}
+	starting.Store(true)
+	defer starting.Store(false)
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		fatal, ok := r.(fatalError)
+		if !ok {
+			panic(r)
+		}
+		if srv != nil {
+			_ = srv.Stop()
+		}
+		srv, err = nil, fmt.Errorf("start temporal server: %w", fatal)
+	}()
+	srv, err = newTemporalServer(sqlCfg, frontendPort, serverLogger{log: log, starting: starting})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(); err != nil {
+		_ = srv.Stop()
+		return nil, fmt.Errorf("start temporal server: %w", err)
+	}
+	return srv, nil
 }
