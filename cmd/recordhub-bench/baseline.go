@@ -22,6 +22,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/recordhub/recordhub/workflows"
 )
 
 // baselinePayload is the 1 KB the baseline activity POSTs.
@@ -91,7 +93,7 @@ type baselineResult struct {
 type baselineArgs struct {
 	addr, namespace, url string
 	n, conc              int
-	local                bool
+	local, sa            bool
 }
 
 func parseBaselineArgs(args []string) (baselineArgs, error) {
@@ -103,6 +105,7 @@ func parseBaselineArgs(args []string) (baselineArgs, error) {
 	fs.IntVar(&a.n, "n", 600, "workflows to start")
 	fs.IntVar(&a.conc, "c", 16, "concurrent starters")
 	fs.BoolVar(&a.local, "local", false, "POST from a local activity instead of an activity")
+	fs.BoolVar(&a.sa, "search-attributes", false, "start each workflow with recordhub's five search attributes (registered first)")
 	if err := fs.Parse(args); err != nil {
 		return a, err
 	}
@@ -134,6 +137,12 @@ func runBaseline(args []string) int {
 		return 1
 	}
 	defer c.Close()
+	if a.sa {
+		if err := workflows.RegisterSearchAttributes(context.Background(), c, a.namespace); err != nil {
+			fmt.Fprintln(os.Stderr, "temporal-baseline:", err)
+			return 1
+		}
+	}
 	queue := "recordhub-bench-baseline-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	w := worker.New(c, queue, worker.Options{
 		MaxConcurrentWorkflowTaskPollers: 32,
@@ -192,12 +201,17 @@ func startAndWait(ctx context.Context, c client.Client, queue string, a baseline
 	for range a.conc {
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(a.n); i = next.Add(1) {
-				run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-					ID:                       queue + "-" + strconv.FormatInt(i, 10),
+				id := queue + "-" + strconv.FormatInt(i, 10)
+				opts := client.StartWorkflowOptions{
+					ID:                       id,
 					TaskQueue:                queue,
 					EnableEagerStart:         true,
 					WorkflowExecutionTimeout: time.Minute,
-				}, baselineTypes[a.local], a.url)
+				}
+				if a.sa {
+					opts.TypedSearchAttributes = baselineSearchAttributes(id)
+				}
+				run, err := c.ExecuteWorkflow(ctx, opts, baselineTypes[a.local], a.url)
 				if err != nil {
 					t.add(false, err)
 					continue
@@ -224,4 +238,17 @@ func startAndWait(ctx context.Context, c client.Client, queue string, a baseline
 	t.res.MachineCPU = int64(cpu1 - cpu0)
 	t.res.Elapsed = time.Since(start).Round(time.Millisecond).String()
 	return t.res
+}
+
+// baselineSearchAttributes are the five attributes recordhub starts a
+// delivery with, valued as a delivery's are: ids of the service's shapes,
+// the record's unique per workflow.
+func baselineSearchAttributes(id string) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(
+		workflows.TenantAttr.ValueSet("ten_01JDBENCH0000000000000000"),
+		workflows.EndpointAttr.ValueSet("whe_01JDBENCH0000000000000000"),
+		workflows.ModuleAttr.ValueSet("mod_01JDBENCH0000000000000000"),
+		workflows.RecordAttr.ValueSet("rec_"+id),
+		workflows.EventTypeAttr.ValueSet("record_created"),
+	)
 }

@@ -16,11 +16,28 @@ import (
 
 // The floors recordhub's delivery path is compared with, on the same
 // Temporal server in the same run: a bare workflow whose one step POSTs
-// 1 KB to a receiver, as an activity and as a local activity.
+// 1 KB to a receiver, as an activity and as a local activity, and the
+// local-activity one started with recordhub's five search attributes, so
+// that its difference from floorLocal is what those attributes cost.
 const (
 	floorActivity = "bare one-activity workflow"
 	floorLocal    = "bare local-activity workflow"
+	floorLocalSA  = "bare local-activity workflow + 5 search attributes"
 )
+
+// floorKinds are the floors in the order they run, with the
+// temporal-baseline flags of each.
+var floorKinds = []struct {
+	label     string
+	local, sa bool
+}{{floorActivity, false, false}, {floorLocal, true, false}, {floorLocalSA, true, true}}
+
+// floorTarget is recordhub's target ratio to a floor; false for a floor
+// that is only printed (the search-attribute one).
+func floorTarget(label string) (float64, bool) {
+	x, ok := map[string]float64{floorActivity: targetActivityFloor, floorLocal: targetLocalFloor}[label]
+	return x, ok
+}
 
 // Targets of recordhub's rate as a ratio to each floor.
 const (
@@ -64,14 +81,14 @@ func (t throughput) ratio(floor throughput) float64 {
 	return t.rate() / floor.rate()
 }
 
-// runFloors runs both floors, one after the other, against the Temporal
+// runFloors runs the floors, one after the other, against the Temporal
 // frontend at addr, n workflows each, conc starters.
 func (b *bench) runFloors(ctx context.Context, tag, addr, namespace string, n, conc int) ([]throughput, error) {
 	var out []throughput
-	for _, local := range []bool{false, true} {
-		label := map[bool]string{false: floorActivity, true: floorLocal}[local]
+	for _, k := range floorKinds {
+		label := k.label
 		fmt.Fprintf(b.out, "%s: %s: %d workflows, %d starters ...\n", tag, label, n, conc)
-		f, err := b.runFloor(ctx, tag, addr, namespace, n, conc, local)
+		f, err := b.runFloor(ctx, tag, addr, namespace, n, conc, k.local, k.sa)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", label, err)
 		}
@@ -83,9 +100,10 @@ func (b *bench) runFloors(ctx context.Context, tag, addr, namespace string, n, c
 	return out, nil
 }
 
-// runFloor runs the temporal-baseline sub-command once, its workflows
+// runFloor runs the temporal-baseline sub-command once (sa: with the
+// search attributes), its workflows
 // POSTing to a receiver of their own.
-func (b *bench) runFloor(ctx context.Context, tag, addr, namespace string, n, conc int, local bool) (throughput, error) {
+func (b *bench) runFloor(ctx context.Context, tag, addr, namespace string, n, conc int, local, sa bool) (throughput, error) {
 	t := throughput{sent: n}
 	rcv, err := startReceiver()
 	if err != nil {
@@ -100,11 +118,12 @@ func (b *bench) runFloor(ctx context.Context, tag, addr, namespace string, n, co
 	fctx, cancel := context.WithTimeout(ctx, time.Minute+time.Duration(n)*200*time.Millisecond)
 	defer cancel()
 	cmd := exec.CommandContext(fctx, self, "temporal-baseline", "-addr", addr, "-namespace", namespace,
-		"-url", rcv.url("/baseline"), "-n", strconv.Itoa(n), "-c", strconv.Itoa(conc), "-local="+strconv.FormatBool(local))
+		"-url", rcv.url("/baseline"), "-n", strconv.Itoa(n), "-c", strconv.Itoa(conc), "-local="+strconv.FormatBool(local),
+		"-search-attributes="+strconv.FormatBool(sa))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
-	_ = os.WriteFile(filepath.Join(b.work, fmt.Sprintf("%s-floor-local=%v.log", tag, local)), stderr.Bytes(), 0o600)
+	_ = os.WriteFile(filepath.Join(b.work, fmt.Sprintf("%s-floor-local=%v-sa=%v.log", tag, local, sa)), stderr.Bytes(), 0o600)
 	var br baselineResult
 	if err := json.Unmarshal(stdout.Bytes(), &br); err != nil {
 		return t, fmt.Errorf("temporal-baseline: %v %v: %s", runErr, err, lastLines(stderr.String(), 10))

@@ -77,7 +77,10 @@ func prodRunRows(t *targetTable, run prodRun, floors []throughput) {
 		fmt.Sprintf("%d delivered, first to last arrival %s; creates took %s (%.0f/s)", run.deliveredA, run.spanA.Round(time.Millisecond),
 			run.createA.Round(time.Millisecond), float64(run.sentA)/run.createA.Seconds()))
 	for _, f := range floors {
-		target := map[string]float64{floorActivity: targetActivityFloor, floorLocal: targetLocalFloor}[f.label]
+		target, ok := floorTarget(f.label)
+		if !ok {
+			continue
+		}
 		x := run.throughput().ratio(f)
 		t.row(n, "ratio to "+f.label, fmt.Sprintf("%.2f×", x), fmt.Sprintf("≥ %s×", trimRatio(target)), x >= target, "")
 	}

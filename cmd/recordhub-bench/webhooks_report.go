@@ -35,7 +35,10 @@ func reportWebhooks(w io.Writer, o options, r webhookResult) (missed, total int)
 	fmt.Fprintf(tw, "service deliveries/s\t%.1f\t-\t-\t%d delivered in %s, %d missing; creates took %s\n", s.rate(), s.delivered,
 		s.span.Round(time.Millisecond), s.sent-s.delivered, r.serviceCreate.Round(time.Millisecond))
 	for _, f := range r.floors {
-		target := map[string]float64{floorActivity: targetActivityFloor, floorLocal: targetLocalFloor}[f.label]
+		target, ok := floorTarget(f.label)
+		if !ok {
+			continue
+		}
 		x := s.ratio(f)
 		row("deliveries/s ratio to "+f.label, fmt.Sprintf("%.2f×", x), fmt.Sprintf("≥ %s×", trimRatio(target)),
 			x >= target && s.delivered == s.sent, fmt.Sprintf("%.1f/s", f.rate()))
