@@ -142,6 +142,10 @@ func runBaseline(args []string) int {
 			fmt.Fprintln(os.Stderr, "temporal-baseline:", err)
 			return 1
 		}
+		if err := awaitSearchAttributes(context.Background(), c); err != nil {
+			fmt.Fprintln(os.Stderr, "temporal-baseline:", err)
+			return 1
+		}
 	}
 	queue := "recordhub-bench-baseline-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	w := worker.New(c, queue, worker.Options{
@@ -251,4 +255,26 @@ func baselineSearchAttributes(id string) temporal.SearchAttributes {
 		workflows.RecordAttr.ValueSet("rec_"+id),
 		workflows.EventTypeAttr.ValueSet("record_created"),
 	)
+}
+
+// awaitSearchAttributes waits until the server accepts a start with the
+// attributes just registered: a server caches a namespace's attributes and
+// rejects them ("no mapping defined") until its cache refreshes. The probe
+// runs on a queue no worker polls and is terminated at once.
+func awaitSearchAttributes(ctx context.Context, c client.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	id := "recordhub-bench-sa-probe-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	for {
+		_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: id, TypedSearchAttributes: baselineSearchAttributes(id)},
+			baselineTypes[true], "")
+		if err == nil {
+			return c.TerminateWorkflow(ctx, id, "", "search attribute probe")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("search attributes not accepted: %w", err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
