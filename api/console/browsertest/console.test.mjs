@@ -457,7 +457,9 @@ async function run(page) {
     const all = await deliveries({ limit: '1' });
     check(all.total > mine.length, 'every attempt is the record\'s: the filter would not be seen narrowing the list');
     await page.evaluate((id) => { location.hash = `#/deliveries/${encodeURIComponent(id)}`; }, mine[0].id);
-    const recLink = page.getByTestId('attempt-record-link');
+    // This attempt's link, by the record it names: an attempt shown by
+    // an earlier step may still be on the page until the new one renders.
+    const recLink = page.locator(`[data-testid="attempt-record-link"][href="#/deliveries?record_id=${encodeURIComponent(rec.id)}"]`);
     await recLink.waitFor();
     const calls = await apiCallsDuring(async () => {
       await recLink.click();
