@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -206,8 +207,11 @@ func TestRedisSharedBudget(t *testing.T) {
 
 // TestRedisUnansweredTimesOut points a limiter at a server that accepts
 // connections and never answers, as a hung Redis would: Allow must give up
-// after its own timeout, whatever the client's longer defaults, so that the
-// API can let the request through.
+// by its own timeout, whatever the client's longer defaults, so that the
+// API can let the request through. No clock is read: a hook sees that the
+// command went out bounded by at most the limiter's timeout, and the
+// server that the bound ended it without a retry (with go-redis's 5 s
+// reads and 3 retries it would see four connections, 20 s later).
 func TestRedisUnansweredTimesOut(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -239,20 +243,56 @@ func TestRedisUnansweredTimesOut(t *testing.T) {
 	// service's does, lets the context bound its socket waits.
 	client := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { client.Close() })
+	bounds := &deadlineHook{}
+	client.AddHook(bounds)
 	l := ratelimit.NewRedis(client, redisPrefix())
 
-	start := time.Now()
 	res, err := l.Allow(context.Background(), "k", 5)
-	elapsed := time.Since(start)
 	if err == nil {
 		t.Fatalf("Allow against a silent server: %+v, want an error", res)
 	}
-	// The bound is DefaultRedisTimeout (50 ms); 1 s leaves room for a loaded
-	// machine while still failing on go-redis's 5 s read timeout.
-	if elapsed > time.Second {
-		t.Errorf("Allow took %v to fail (%v), want about %v", elapsed, err, ratelimit.DefaultRedisTimeout)
+	t.Logf("failed: %v", err)
+	sent := bounds.get()
+	if len(sent) == 0 || slices.Contains(sent, false) {
+		t.Errorf("commands sent with a deadline at most %v away: %v, want at least one, all true", ratelimit.DefaultRedisTimeout, sent)
 	}
-	t.Logf("failed after %v: %v", elapsed, err)
+	mu.Lock()
+	conns := len(held)
+	mu.Unlock()
+	if conns != 1 {
+		t.Errorf("the silent server saw %d connections, want 1 (no retry once the limiter's timeout passed)", conns)
+	}
+}
+
+// deadlineHook notes, for each command, whether its context ends no later
+// than ratelimit.DefaultRedisTimeout from when the command is sent. Time
+// spent before that only brings the deadline nearer, so a slow machine
+// cannot fail the check.
+type deadlineHook struct {
+	mu      sync.Mutex
+	bounded []bool
+}
+
+func (h *deadlineHook) get() []bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]bool(nil), h.bounded...)
+}
+
+func (h *deadlineHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *deadlineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		deadline, ok := ctx.Deadline()
+		h.mu.Lock()
+		h.bounded = append(h.bounded, ok && time.Until(deadline) <= ratelimit.DefaultRedisTimeout)
+		h.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (h *deadlineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // redisLimiter is a Redis limiter for tests that count budgets: each call
