@@ -33,6 +33,9 @@ type Env struct {
 	// TracerProvider, when set, traces the run instead of the OTEL_*
 	// configuration (tests record spans in process).
 	TracerProvider trace.TracerProvider
+	// Redis, when set, is called with the rate limiter's Redis client once
+	// it is built (tests watch its options and what it does with a hook).
+	Redis func(*redis.Client)
 }
 
 // shutdownTimeout bounds the graceful part of a shutdown.
@@ -87,6 +90,9 @@ func run(ctx context.Context, cfg Config, env Env) error {
 			return err
 		}
 		defer rdb.Close()
+		if env.Redis != nil {
+			env.Redis(rdb)
+		}
 		limiter = ratelimit.NewRedis(rdb, "recordhub:ratelimit:")
 		checks = append(checks, api.Check{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
 	}
