@@ -31,13 +31,17 @@ const (
 	adminKeyEnv = "RECORDHUB_ADMIN_KEY"
 )
 
-// recoverTiming paces the recover command; tests shorten it.
+// recoverTiming paces the recover command; tests shorten it, or note the
+// waits it asks for instead of waiting.
 var recoverTiming = struct {
 	poll           time.Duration // between two status requests
 	backoff        time.Duration // after the first network error, doubled for each next one
 	maxRetryAfter  time.Duration // the longest Retry-After of a 429 that is waited for
 	requestTimeout time.Duration
-}{poll: time.Second, backoff: time.Second, maxRetryAfter: 30 * time.Second, requestTimeout: 30 * time.Second}
+	// sleep waits d or until ctx is done; every wait of the command goes
+	// through it.
+	sleep func(ctx context.Context, d time.Duration) error
+}{poll: time.Second, backoff: time.Second, maxRetryAfter: 30 * time.Second, requestTimeout: 30 * time.Second, sleep: sleep}
 
 const (
 	// pollAttempts bounds the tries of one status request that meets
@@ -250,7 +254,7 @@ func follow(ctx context.Context, c *recoveryClient, endpointID, recoveryID strin
 		if st.Status != "running" {
 			return st, nil
 		}
-		if err := sleep(ctx, recoverTiming.poll); err != nil {
+		if err := recoverTiming.sleep(ctx, recoverTiming.poll); err != nil {
 			return nil, err
 		}
 	}
@@ -485,7 +489,7 @@ func retry(ctx context.Context, attempts int, idempotent bool, f func() error) e
 		default:
 			return err
 		}
-		if serr := sleep(ctx, wait); serr != nil {
+		if serr := recoverTiming.sleep(ctx, wait); serr != nil {
 			return serr
 		}
 	}

@@ -151,6 +151,27 @@ func fastRecovery(t *testing.T) {
 	t.Cleanup(func() { recoverTiming = saved })
 }
 
+// recordWaits makes the command note the waits it asks for and go on at
+// once, so a test checks the waits themselves rather than how long it took.
+func recordWaits(t *testing.T) func() []time.Duration {
+	t.Helper()
+	saved := recoverTiming.sleep
+	var mu sync.Mutex
+	var waits []time.Duration
+	recoverTiming.sleep = func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		return ctx.Err()
+	}
+	t.Cleanup(func() { recoverTiming.sleep = saved })
+	return func() []time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]time.Duration(nil), waits...)
+	}
+}
+
 // runWithEnv runs a command line; a command that waits for ever is cut
 // short, so a hang fails the test rather than stalling it.
 func runWithEnv(ctx context.Context, env map[string]string, args ...string) (stdout, stderr string, err error) {
@@ -407,7 +428,10 @@ func TestRecoverRidesOutTrouble(t *testing.T) {
 
 	t.Run("recovers", func(t *testing.T) {
 		f := newFakeRecoveryAPI(t, started, statusAnswer("running", 1, 0, 0, ""), limited, broken, unavailable, broken, statusAnswer("completed", 1, 1, 0, ""))
-		start := time.Now()
+		saved := recoverTiming.maxRetryAfter
+		recoverTiming.maxRetryAfter = 2 * time.Second
+		t.Cleanup(func() { recoverTiming.maxRetryAfter = saved })
+		waits := recordWaits(t)
 		stdout, stderr, err := runWithEnv(context.Background(), f.env(), "webhooks", "recover", testEndpointID, "--since", "2h")
 		if err != nil {
 			t.Fatalf("recover: %v (stderr %q)", err, stderr)
@@ -418,9 +442,11 @@ func TestRecoverRidesOutTrouble(t *testing.T) {
 		if _, gets, _ := f.counts(); gets != 6 {
 			t.Errorf("%d status requests, want 6", gets)
 		}
-		// Retry-After: 3 is bounded by maxRetryAfter.
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("took %s: the Retry-After bound was not applied", d)
+		// A poll, then the 429's Retry-After: 3 bounded by maxRetryAfter,
+		// then the backoff doubling over three transient errors.
+		ms := time.Millisecond
+		if diff := cmp.Diff([]time.Duration{ms, 2 * time.Second, ms, 2 * ms, 4 * ms}, waits()); diff != "" {
+			t.Errorf("waits (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("gives up", func(t *testing.T) {

@@ -123,7 +123,7 @@ func resyncEndpoint(ctx context.Context, c *recoveryClient, opts resyncOptions, 
 			if cur.Status != "running" {
 				return &cur, nil
 			}
-			if err := sleep(ctx, recoverTiming.poll); err != nil {
+			if err := recoverTiming.sleep(ctx, recoverTiming.poll); err != nil {
 				return nil, err
 			}
 		}
