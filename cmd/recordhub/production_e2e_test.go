@@ -180,8 +180,10 @@ func namespaceID(t *testing.T, srv *pgtemporal.Server) string {
 // record changes is delivered exactly once each, both workers make at
 // least 35 % of the attempts, and fewer than 1 % of starts are refused as
 // already started. Then Temporal is killed: the API stays ready and takes
-// writes, and their events arrive within 2 s of Temporal answering again
-// (starting workflows on every shard).
+// writes, and their events arrive once Temporal answers again (the test
+// logs how long after it started workflows on every shard: about as soon
+// as it does, because the client reconnects at least every 500 ms, which
+// TestTemporalClientReconnects holds without a clock).
 func TestProductionShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Temporal server: not in -short")
@@ -324,13 +326,11 @@ func TestProductionShape(t *testing.T) {
 		}
 		return true
 	})
+	// Reported, not judged: a loaded machine may take longer, and what
+	// made them wait up to 120 s is held by TestTemporalClientReconnects.
 	for i, id := range written {
 		got, _ := rcv.at(id)
-		d := got.Sub(back)
-		t.Logf("event %d written during the outage arrived %s after Temporal answered", i+1, d.Round(time.Millisecond))
-		if d > 2*time.Second {
-			t.Errorf("event %d arrived %s after Temporal answered again, want within 2 s", i+1, d.Round(time.Millisecond))
-		}
+		t.Logf("event %d written during the outage arrived %s after Temporal answered", i+1, got.Sub(back).Round(time.Millisecond))
 	}
 	if total := rcv.events(); total != n+len(written) {
 		t.Errorf("%d events delivered, want %d", total, n+len(written))

@@ -42,6 +42,25 @@ var reconnectBackoff = grpc.ConnectParams{
 	MinConnectTimeout: 5 * time.Second,
 }
 
+// temporalClientOptions are the options of the service's Temporal client
+// of the server at addr: its log, its tracing, and reconnectBackoff.
+func temporalClientOptions(addr string, cfg Config, log *slog.Logger, tr *tracing) (client.Options, error) {
+	// The SDK logs every retry of every poll; warnings and errors suffice.
+	// A failed attempt that is the receiver's doing is logged by the
+	// deliverer, once, as a warning, and its error is benign, which the
+	// SDK logs at debug level: its errors are the ones to act on.
+	sdkLog := slog.New(loglevel.Filter(log.Handler(), slog.LevelWarn))
+	opts := client.Options{
+		HostPort: addr, Namespace: cfg.TemporalNamespace, Logger: sdklog.NewStructuredLogger(sdkLog),
+		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{grpc.WithConnectParams(reconnectBackoff)}},
+	}
+	var err error
+	if opts.Interceptors, err = tr.temporalInterceptors(); err != nil {
+		return client.Options{}, err
+	}
+	return opts, nil
+}
+
 // startWebhooks connects to (or starts) Temporal, and in worker roles
 // registers the search attributes and starts the worker and the
 // dispatcher. The API role's client connects lazily: the API accepts
@@ -64,16 +83,8 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 		}
 		log.Info("embedded Temporal server", "address", addr, "namespace", cfg.TemporalNamespace)
 	}
-	// The SDK logs every retry of every poll; warnings and errors suffice.
-	// A failed attempt that is the receiver's doing is logged by the
-	// deliverer, once, as a warning, and its error is benign, which the
-	// SDK logs at debug level: its errors are the ones to act on.
-	sdkLog := slog.New(loglevel.Filter(log.Handler(), slog.LevelWarn))
-	opts := client.Options{
-		HostPort: addr, Namespace: cfg.TemporalNamespace, Logger: sdklog.NewStructuredLogger(sdkLog),
-		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{grpc.WithConnectParams(reconnectBackoff)}},
-	}
-	if opts.Interceptors, err = tr.temporalInterceptors(); err != nil {
+	opts, err := temporalClientOptions(addr, cfg, log, tr)
+	if err != nil {
 		return nil, err
 	}
 	if cfg.runsWorker() {
