@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -575,8 +576,9 @@ func TestAccessLogWriterDropsWhenFull(t *testing.T) {
 			t.Fatalf("row %d dropped with room in the queue", i)
 		}
 	}
-	if got := w.Depth(); got != 2 {
-		t.Errorf("depth %d, want 2", got)
+	// Depth counts the row being written too: it is not written yet.
+	if got := w.Depth(); got != 3 {
+		t.Errorf("depth %d, want 3 (one being written, two queued)", got)
 	}
 
 	// A full queue refuses at once rather than waiting for the store. The
@@ -763,4 +765,170 @@ func TestInboundTokensStayOutOfAccessLogs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// failingStore refuses every batch while down, then keeps what it is given.
+type failingStore struct {
+	mu   sync.Mutex
+	down bool
+	rows []models.AccessLog
+}
+
+func (s *failingStore) InsertAccessLogs(ctx context.Context, logs []models.AccessLog) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return errors.New("database unavailable")
+	}
+	s.rows = append(s.rows, logs...)
+	return nil
+}
+
+func (s *failingStore) setDown(down bool) {
+	s.mu.Lock()
+	s.down = down
+	s.mu.Unlock()
+}
+
+func (s *failingStore) ids() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, r := range s.rows {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+// TestAccessLogWriterKeepsNewestPastCap: rows the store refuses are kept
+// up to MaxHeld; past it the oldest are dropped, counted and logged once
+// per batch's worth, and the kept ones are written, in order, once the
+// store takes them. No clock: the backoff is an hour, so only Flush tries.
+func TestAccessLogWriterKeepsNewestPastCap(t *testing.T) {
+	store := &failingStore{down: true}
+	var drops atomic.Int64
+	var logs logLines
+	w := accesslog.New(store, accesslog.Options{
+		BatchSize: 10, MaxHeld: 100, Interval: time.Hour, RetryMax: time.Hour,
+		OnDrop: func() { drops.Add(1) }, Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	go w.Run(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	var want []string
+	for i := range 250 {
+		l := logRowN(i)
+		if !w.Enqueue(l) {
+			t.Fatalf("row %d dropped with room in the queue", i)
+		}
+		if i >= 150 {
+			want = append(want, l.ID)
+		}
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Depth(); got != 100 {
+		t.Errorf("depth %d with the store down, want the 100 kept", got)
+	}
+	if got := drops.Load(); got != 150 {
+		t.Errorf("%d rows dropped, want the 150 oldest", got)
+	}
+	var dropLines int
+	for _, l := range logs.lines(t, "WARN") {
+		if l.Msg == "access log rows dropped: too many kept while the database refuses them" {
+			dropLines++
+		}
+	}
+	if dropLines == 0 || dropLines > 1+150/10 {
+		t.Errorf("%d WARN lines about 150 dropped rows, want at least one, at most one per batch's worth", dropLines)
+	}
+
+	store.setDown(false)
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, store.ids()); diff != "" {
+		t.Errorf("rows written once the store is back (-want +got):\n%s", diff)
+	}
+	if got := w.Depth(); got != 0 {
+		t.Errorf("depth %d once written, want 0", got)
+	}
+	closeWriter(t, w)
+	if errs := logs.lines(t, "ERROR"); len(errs) > 0 {
+		t.Errorf("ERROR lines: %+v", errs)
+	}
+}
+
+// TestAccessLogWriterThroughPostgresOutage writes through a PostgreSQL
+// that goes away (a proxy in front of it, stopped with every connection it
+// held) and comes back: the rows queued meanwhile are kept, tried again,
+// and all arrive once it is back, each once, usage included.
+func TestAccessLogWriterThroughPostgresOutage(t *testing.T) {
+	db := storetest.NewDB(t, models.Postgres)
+	proxy, via := storetest.NewProxy(t, db)
+	store := via.Open(t, models.Options{})
+	ctx := context.Background()
+	tenant, admin, _, err := store.CreateTenant(ctx, "t", "", 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drops atomic.Int64
+	var logs logLines
+	w := accesslog.New(store, accesslog.Options{
+		BatchSize: 50, Interval: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond,
+		OnDrop: func() { drops.Add(1) }, Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	go w.Run(ctx)
+
+	proxy.Stop()
+	const n = 300
+	for i := range n {
+		l := logRowN(i)
+		l.ID = models.NewID(models.PrefixAccessLog)
+		l.TenantID, l.KeyID = &tenant.ID, &admin.ID
+		if !w.Enqueue(l) {
+			t.Fatalf("row %d dropped with room in the queue", i)
+		}
+	}
+	flushCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := w.Flush(flushCtx); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Depth(); got != n {
+		t.Errorf("depth %d with the database down, want all %d kept", got, n)
+	}
+	if len(logs.lines(t, "WARN")) == 0 {
+		t.Error("no WARN line for the refused batch")
+	}
+
+	proxy.Start()
+	direct := db.SQL(t)
+	count := func(query string) int {
+		t.Helper()
+		var c sql.NullInt64
+		if err := direct.QueryRow(query).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return int(c.Int64)
+	}
+	storetest.WhileProgressing(t, 30*time.Second, "the kept rows to reach the database", func() (int, bool) {
+		c := count("SELECT count(*) FROM access_logs")
+		return c, c >= n
+	})
+	closeWriter(t, w)
+	if got := count("SELECT count(*) FROM access_logs"); got != n {
+		t.Errorf("%d access-log rows, want %d", got, n)
+	}
+	if got := count("SELECT sum(requests) FROM key_usage"); got != n {
+		t.Errorf("usage counts %d requests, want %d", got, n)
+	}
+	if got := drops.Load(); got != 0 {
+		t.Errorf("%d rows dropped, want none", got)
+	}
+	if errs := logs.lines(t, "ERROR"); len(errs) > 0 {
+		t.Errorf("ERROR lines: %+v", errs)
+	}
 }

@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -55,20 +56,56 @@ func IsError(status int) bool { return status >= 400 && status != 429 }
 
 // InsertAccessLogs writes a batch of access-log rows, adds them to the
 // hourly usage of their keys and moves the keys' last_used_at, in one
-// transaction.
+// transaction. Rows whose id is already stored are skipped, usage and all:
+// a batch tried again after an error that came once it was committed (a
+// database crashing under its COMMIT) counts once.
 func (s *Store) InsertAccessLogs(ctx context.Context, logs []AccessLog) error {
 	if len(logs) == 0 {
 		return nil
 	}
+	for i := range logs {
+		logs[i].storable()
+	}
+	return s.write(ctx, func(tx *gorm.DB) error {
+		fresh, err := unstoredAccessLogs(tx, logs)
+		if err != nil {
+			return err
+		}
+		if len(fresh) == 0 {
+			return nil
+		}
+		return s.insertAccessLogs(tx, fresh)
+	})
+}
+
+// unstoredAccessLogs returns the rows of logs whose id is not stored yet.
+func unstoredAccessLogs(tx *gorm.DB, logs []AccessLog) ([]AccessLog, error) {
+	ids := make([]string, len(logs))
+	for i, l := range logs {
+		ids[i] = l.ID
+	}
+	var stored []string
+	if err := tx.Model(&AccessLog{}).Where("id IN ?", ids).Pluck("id", &stored).Error; err != nil {
+		return nil, fmt.Errorf("look up access logs: %w", err)
+	}
+	if len(stored) == 0 {
+		return logs, nil
+	}
+	seen := make(map[string]bool, len(stored))
+	for _, id := range stored {
+		seen[id] = true
+	}
+	return slices.DeleteFunc(slices.Clone(logs), func(l AccessLog) bool { return seen[l.ID] }), nil
+}
+
+// insertAccessLogs inserts rows and adds them to their keys' usage.
+func (s *Store) insertAccessLogs(tx *gorm.DB, logs []AccessLog) error {
 	type bucket struct {
 		key string
 		at  time.Time
 	}
 	usage := map[bucket]*KeyUsage{}
 	lastUsed := map[string]time.Time{}
-	for i := range logs {
-		logs[i].storable()
-	}
 	for _, l := range logs {
 		if l.KeyID == nil || l.TenantID == nil {
 			continue
@@ -90,24 +127,22 @@ func (s *Store) InsertAccessLogs(ctx context.Context, logs []AccessLog) error {
 			lastUsed[b.key] = l.CreatedAt
 		}
 	}
-	return s.write(ctx, func(tx *gorm.DB) error {
-		if err := tx.CreateInBatches(logs, 200).Error; err != nil {
-			return fmt.Errorf("insert access logs: %w", err)
-		}
-		for _, u := range usage {
-			err := tx.Exec(`INSERT INTO key_usage (key_id, tenant_id, bucket_start, requests, errors, rate_limited)
+	if err := tx.CreateInBatches(logs, 200).Error; err != nil {
+		return fmt.Errorf("insert access logs: %w", err)
+	}
+	for _, u := range usage {
+		err := tx.Exec(`INSERT INTO key_usage (key_id, tenant_id, bucket_start, requests, errors, rate_limited)
 				VALUES (?, ?, ?, ?, ?, ?)
 				ON CONFLICT (key_id, bucket_start) DO UPDATE SET
 				requests = key_usage.requests + excluded.requests,
 				errors = key_usage.errors + excluded.errors,
 				rate_limited = key_usage.rate_limited + excluded.rate_limited`,
-				u.KeyID, u.TenantID, u.BucketStart, u.Requests, u.Errors, u.RateLimited).Error
-			if err != nil {
-				return fmt.Errorf("add usage: %w", err)
-			}
+			u.KeyID, u.TenantID, u.BucketStart, u.Requests, u.Errors, u.RateLimited).Error
+		if err != nil {
+			return fmt.Errorf("add usage: %w", err)
 		}
-		return s.touchKeys(tx, lastUsed)
-	})
+	}
+	return s.touchKeys(tx, lastUsed)
 }
 
 // AccessLogQuery filters a tenant's access logs.

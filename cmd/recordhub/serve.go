@@ -98,11 +98,11 @@ func run(ctx context.Context, cfg Config, env Env) error {
 	}
 
 	dropped := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "recordhub_access_log_dropped_total", Help: "Access-log rows dropped because the queue was full or the database refused them.",
+		Name: "recordhub_access_log_dropped_total", Help: "Access-log rows dropped because the queue was full, too many were kept while the database refused them, or it still refused them at shutdown.",
 	})
 	logs := accesslog.New(store, accesslog.Options{OnDrop: dropped.Inc, Log: log})
 	reg.MustRegister(dropped, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "recordhub_access_log_queue_depth", Help: "Access-log rows waiting to be written.",
+		Name: "recordhub_access_log_queue_depth", Help: "Access-log rows waiting to be written, queued or kept for another try.",
 	}, func() float64 { return float64(logs.Depth()) }))
 	go logs.Run(ctx)
 
