@@ -237,6 +237,9 @@ func recoverEndpoint(ctx context.Context, c *recoveryClient, opts recoverOptions
 	}
 	if !opts.asJSON {
 		fmt.Fprintf(stdout, "recovery %s completed: found %d, replayed %d, failed %d\n", st.ID, st.Found, st.Replayed, st.Failed)
+		if st.Capped && st.NextSince != nil {
+			fmt.Fprintf(stdout, "recovery %s was capped: events of its window are left; continue with --since %s --until %s\n", st.ID, *st.NextSince, st.Until)
+		}
 	}
 	return nil
 }
@@ -325,7 +328,12 @@ type recoveryStatus struct {
 	Replayed int     `json:"replayed"`
 	Failed   int     `json:"failed"`
 	Error    *string `json:"error"`
-	raw      json.RawMessage
+	Until    string  `json:"until"`
+	// Capped: the recovery stopped at its cap with events of its window
+	// left; the next one starts at NextSince, with the same until.
+	Capped    bool    `json:"capped"`
+	NextSince *string `json:"next_since"`
+	raw       json.RawMessage
 }
 
 func (c *recoveryClient) endpointPath(endpointID string) string {

@@ -261,6 +261,27 @@ func TestRecoverFollowsToCompletion(t *testing.T) {
 	}
 }
 
+// TestRecoverCapped: a recovery that stopped at its cap says so, with the
+// --since (and the same --until) that continues it.
+func TestRecoverCapped(t *testing.T) {
+	fastRecovery(t)
+	capped := statusAnswer("completed", 10000, 9990, 10, "")
+	capped.body = strings.Replace(capped.body, `}`, `,"capped":true,"capped_at_event_id":"evt_9","next_since":"2026-01-02T02:10:00.5Z"}`, 1)
+	f := newFakeRecoveryAPI(t, started, capped)
+	stdout, stderr, err := runWithEnv(context.Background(), f.env(), "webhooks", "recover", testEndpointID, "--since", "2h")
+	if err != nil {
+		t.Fatalf("recover: %v (stderr %q)", err, stderr)
+	}
+	want := []string{
+		"recovery " + testRecoveryID + " started (workflow " + testWorkflowID + ")",
+		"recovery " + testRecoveryID + " completed: found 10000, replayed 9990, failed 10",
+		"recovery " + testRecoveryID + " was capped: events of its window are left; continue with --since 2026-01-02T02:10:00.5Z --until 2026-01-02T03:00:00Z",
+	}
+	if diff := cmp.Diff(want, lines(stdout)); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+}
+
 // TestRecoverFailedStatus: a recovery that fails makes the command fail
 // with the recovery's own error.
 func TestRecoverFailedStatus(t *testing.T) {

@@ -343,6 +343,10 @@ async function follow(ctx, endpointID, recoveryID, el, done) {
       h('span', { 'data-testid': 'recovery-replayed', 'data-value': rec.replayed }, `replayed ${rec.replayed}`), ' · ',
       h('span', { 'data-testid': 'recovery-failed', 'data-value': rec.failed }, `failed ${rec.failed}`),
       ' · window ', time(rec.since), ' – ', time(rec.until),
+      // A recovery stops at its cap (10,000 events) with events left: the
+      // next one continues from next_since, with the same until.
+      rec.capped && rec.next_since ? h('div', { class: 'banner warn', 'data-testid': 'recovery-capped', 'data-next-since': rec.next_since },
+        'Capped: events of this window are left. Recover again from ', time(rec.next_since), ' to ', time(rec.until), ' to continue.') : null,
       rec.error ? h('div', { class: 'error' }, rec.error) : null);
     if (rec.status !== 'running') {
       done();
