@@ -100,7 +100,7 @@ func (b *bench) production(ctx context.Context) (prodResult, error) {
 	}
 	defer tlog.Close()
 	fmt.Fprintf(b.out, "production: starting a Temporal server on PostgreSQL %s (built once and cached; its log: %s) ...\n", redact(adminURL), tlog.Name())
-	ts, err := pgtemporal.Start(ctx, pgtemporal.Options{PostgresURL: adminURL, Log: tlog, LogLevel: "warn"})
+	ts, err := pgtemporal.Start(ctx, pgtemporal.Options{PostgresURL: adminURL, Log: tlog, LogLevel: "warn", DynamicConfig: b.o.temporalConfig})
 	if err != nil {
 		return r, err
 	}
