@@ -23,7 +23,9 @@ import (
 // time), and reports the CPU time of the whole process (server, worker,
 // store, receiver) per delivery: with the first attempt as a local
 // activity, and as an activity, as executions started before it run
-// (beforeLocalFirst, their commands for a delivery accepted at once). A
+// (beforeLocalFirst, their commands for a delivery accepted at once); and
+// with the local first attempt chosen by GetVersion instead of the input
+// (local-first-by-version). A
 // comparison, not an assertion:
 //
 //	go test ./workflows -run '^$' -bench DeliveryCPU -benchtime 400x
@@ -31,8 +33,11 @@ func BenchmarkDeliveryCPU(b *testing.B) {
 	for _, c := range []struct {
 		name     string
 		workflow string
-	}{{"local-first", DeliveryWorkflowName}, {"activity", "DeliveryBeforeLocalFirst"}} {
-		b.Run(c.name, func(b *testing.B) { benchmarkDeliveryCPU(b, c.workflow) })
+		// byVersion: the local first attempt chosen by GetVersion (its
+		// marker and upsert), as the previous release's starters asked.
+		byVersion bool
+	}{{"local-first", DeliveryWorkflowName, false}, {"local-first-by-version", DeliveryWorkflowName, true}, {"activity", "DeliveryBeforeLocalFirst", false}} {
+		b.Run(c.name, func(b *testing.B) { benchmarkDeliveryCPU(b, c.workflow, c.byVersion) })
 	}
 }
 
@@ -47,7 +52,7 @@ func beforeLocalFirst(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, e
 	return succeeded(res), nil
 }
 
-func benchmarkDeliveryCPU(b *testing.B, workflowName string) {
+func benchmarkDeliveryCPU(b *testing.B, workflowName string, byVersion bool) {
 	tc := recoveryTemporal(b)
 	ctx := b.Context()
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
@@ -98,6 +103,7 @@ func benchmarkDeliveryCPU(b *testing.B, workflowName string) {
 		wg.Go(func() {
 			for ev := range jobs {
 				in, err := deliveryInput(&ev, ep, RetryPolicy{}, "")
+				in.LocalFirst = !byVersion
 				if err != nil {
 					b.Error(err)
 					continue
