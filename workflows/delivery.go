@@ -95,7 +95,7 @@ type DeliveryInput struct {
 	// execution started before the field, leaves the choice to
 	// GetVersion(localFirstVersion), whose marker and the
 	// TemporalChangeVersion search attribute it upserts cost each
-	// execution two history events and a visibility write.
+	// execution two history events.
 	LocalFirst bool `json:"local_first,omitempty"`
 }
 
