@@ -89,14 +89,6 @@ type DeliveryInput struct {
 	RetryMax int `json:"retry_max"`
 	// Policy is the schedule between attempts.
 	Policy RetryPolicy `json:"policy"`
-	// LocalFirst makes the first attempt a local activity without asking
-	// workflow.GetVersion: the starter knows that every worker that may
-	// run the execution has the local first attempt. false, as in every
-	// execution started before the field, leaves the choice to
-	// GetVersion(localFirstVersion), whose marker and the
-	// TemporalChangeVersion search attribute it upserts cost each
-	// execution two history events.
-	LocalFirst bool `json:"local_first,omitempty"`
 }
 
 // DeliveryOutput is the result of a successful Delivery workflow. A
@@ -216,11 +208,7 @@ const firstWorkflowTaskLength = 3
 // activity attempts, each with its number and failure in the Temporal UI.
 func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, error) {
 	first := 1
-	// An input that says so needs no version marker: its executions
-	// replay by their input. Without it (started before the field, or by
-	// a starter of that time), GetVersion decides, and its marker keeps
-	// the execution replaying as it ran.
-	if in.LocalFirst || workflow.GetVersion(ctx, localFirstVersion, workflow.DefaultVersion, 1) == 1 {
+	if workflow.GetVersion(ctx, localFirstVersion, workflow.DefaultVersion, 1) == 1 {
 		res, err := localAttempt(ctx, in)
 		if err == nil {
 			return succeeded(res), nil

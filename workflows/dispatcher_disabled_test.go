@@ -142,7 +142,7 @@ func TestDispatcherEndpointDisabledEvent(t *testing.T) {
 				}
 				wantIn := DeliveryInput{
 					TenantID: f.tenantID, EventID: about[subject.ID], EventType: models.EventEndpointDisabled, EndpointID: watcher.ID,
-					RetryMax: models.DefaultRetryMax, Policy: testPolicy, LocalFirst: true,
+					RetryMax: models.DefaultRetryMax, Policy: testPolicy,
 				}
 				if diff := cmp.Diff(wantIn, s.in); diff != "" {
 					t.Errorf("input (-want +got):\n%s", diff)

@@ -90,7 +90,7 @@ func TestDispatcherStartOptions(t *testing.T) {
 	got := starts[0]
 	wantIn := DeliveryInput{
 		TenantID: f.tenantID, EventID: ev.ID, EventType: models.EventRecordCreated, EndpointID: f.subscribed.ID,
-		ModuleID: f.module.ID, RecordID: ev.RecordID, RetryMax: 7, Policy: testPolicy, LocalFirst: true,
+		ModuleID: f.module.ID, RecordID: ev.RecordID, RetryMax: 7, Policy: testPolicy,
 	}
 	if diff := cmp.Diff(wantIn, got.in); diff != "" {
 		t.Errorf("workflow input (-want +got):\n%s", diff)

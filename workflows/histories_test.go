@@ -62,14 +62,11 @@ type historyCase struct {
 	// recovery, when set, makes the case a Recovery workflow's with this
 	// input; its pages are played by recordedPages.
 	recovery *RecoveryInput
-	// before: recorded by earlier code, whose executions may still run:
-	// the code before the local first attempt, which made every attempt
-	// an activity attempt, and the code that chose the local first
-	// attempt with workflow.GetVersion (its marker in the history).
-	// Today's starters ask for the local first attempt in the input
-	// (DeliveryInput.LocalFirst), so the recorder keeps these files and
-	// does not run their cases; they replay as executions started before
-	// the upgrade.
+	// before: recorded by the code before the local first attempt, which
+	// made every attempt an activity attempt. Today's code delivers with a
+	// local first attempt, so the recorder keeps these files and does not
+	// run their cases; they replay as executions started before the
+	// upgrade, which still run.
 	before bool
 	// resync, when set, makes the case a resync with this input.
 	resync *ResyncInput
@@ -95,13 +92,6 @@ func historyCases() []historyCase {
 	replay.ReplayOf = "whd_replayed"
 	localLost := in("evt_local_lost", 1)
 	localLost.Policy.AttemptTimeout = time.Second
-	lfIn := func(eventID string, retryMax int) DeliveryInput {
-		i := in(eventID, retryMax)
-		i.LocalFirst = true
-		return i
-	}
-	lfLost := lfIn("evt_lf_lost", 1)
-	lfLost.Policy.AttemptTimeout = time.Second
 	return []historyCase{
 		{
 			file: "delivery_success.json", workflowID: WorkflowID("evt_success", "whe_hist"),
@@ -148,22 +138,22 @@ func historyCases() []historyCase {
 		{
 			file: "delivery_local_success.json", workflowID: WorkflowID("evt_local_success", "whe_hist"),
 			in: in("evt_local_success", 5), attempt: succeedingAt(1),
-			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true}, before: true,
+			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true},
 		},
 		{
 			file: "delivery_local_retried.json", workflowID: WorkflowID("evt_local_retried", "whe_hist"),
 			in: in("evt_local_retried", 5), attempt: succeedingAt(3),
-			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 204, Succeeded: true}, before: true,
+			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 204, Succeeded: true},
 		},
 		{
 			file: "delivery_local_exhausted.json", workflowID: WorkflowID("evt_local_exhausted", "whe_hist"),
 			in: in("evt_local_exhausted", 3), attempt: failing,
-			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 500, Error: "http_status"}, failed: true, before: true,
+			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 500, Error: "http_status"}, failed: true,
 		},
 		{
 			file: "delivery_local_refused.json", workflowID: WorkflowID("evt_local_refused", "whe_hist"),
 			in: in("evt_local_refused", 5), attempt: refusing(activities.ErrTypeEndpointGone),
-			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", Error: activities.ErrTypeEndpointGone}, failed: true, before: true,
+			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", Error: activities.ErrTypeEndpointGone}, failed: true,
 		},
 		{
 			// The only attempt, local, never answers: it times out after
@@ -171,32 +161,6 @@ func historyCases() []historyCase {
 			// and the run is settled.
 			file: "delivery_local_lost.json", workflowID: WorkflowID("evt_local_lost", "whe_hist"),
 			in: localLost, attempt: failing, hangAt: 1, settled: true,
-			want: DeliveryOutput{Attempts: 1}, failed: true, before: true,
-		},
-		// The local first attempt asked for in the input: no version marker.
-		{
-			file: "delivery_lf_success.json", workflowID: WorkflowID("evt_lf_success", "whe_hist"),
-			in: lfIn("evt_lf_success", 5), attempt: succeedingAt(1),
-			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true},
-		},
-		{
-			file: "delivery_lf_retried.json", workflowID: WorkflowID("evt_lf_retried", "whe_hist"),
-			in: lfIn("evt_lf_retried", 5), attempt: succeedingAt(3),
-			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 204, Succeeded: true},
-		},
-		{
-			file: "delivery_lf_exhausted.json", workflowID: WorkflowID("evt_lf_exhausted", "whe_hist"),
-			in: lfIn("evt_lf_exhausted", 3), attempt: failing,
-			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 500, Error: "http_status"}, failed: true,
-		},
-		{
-			file: "delivery_lf_refused.json", workflowID: WorkflowID("evt_lf_refused", "whe_hist"),
-			in: lfIn("evt_lf_refused", 5), attempt: refusing(activities.ErrTypeEndpointGone),
-			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", Error: activities.ErrTypeEndpointGone}, failed: true,
-		},
-		{
-			file: "delivery_lf_lost.json", workflowID: WorkflowID("evt_lf_lost", "whe_hist"),
-			in: lfLost, attempt: failing, hangAt: 1, settled: true,
 			want: DeliveryOutput{Attempts: 1}, failed: true,
 		},
 		{file: "resync_completed.json", workflowID: ResyncWorkflowID("whe_hist", 1), resync: resyncCase("rsy_done")},

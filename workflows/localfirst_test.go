@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -133,38 +132,9 @@ func recordedHistory(t *testing.T, file string) *historypb.History {
 // first delay, then one attempt activity whose retry policy continues the
 // schedule for the attempts left, its started event numbering its
 // attempts and carrying the previous one's failure, and its failure the
-// last attempt's. The same for both ways of choosing the local first
-// attempt: GetVersion's marker (delivery_local_*, executions of the
-// previous release), and the input's LocalFirst (delivery_lf_*), whose
-// histories hold no version marker and no search-attribute upsert.
+// last attempt's.
 func TestLocalFirstAttemptInHistory(t *testing.T) {
-	for _, prefix := range []string{"delivery_local_", "delivery_lf_"} {
-		t.Run(prefix, func(t *testing.T) { testLocalFirstInHistory(t, prefix) })
-	}
-}
-
-func testLocalFirstInHistory(t *testing.T, prefix string) {
-	for _, name := range []string{"success", "retried", "exhausted", "refused", "lost"} {
-		var versions, upserts int
-		for _, e := range recordedHistory(t, prefix+name+".json").GetEvents() {
-			switch e.GetEventType() {
-			case enumspb.EVENT_TYPE_MARKER_RECORDED:
-				m := e.GetMarkerRecordedEventAttributes()
-				var id string
-				if m.GetMarkerName() == "Version" && converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["change-id"], &id) == nil && id == localFirstVersion {
-					versions++
-				}
-			case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
-				if strings.Contains(string(e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()["TemporalChangeVersion"].GetData()), localFirstVersion) {
-					upserts++
-				}
-			}
-		}
-		if want := map[string]int{"delivery_local_": 1, "delivery_lf_": 0}[prefix]; versions != want || (upserts == 0) != (want == 0) {
-			t.Errorf("%s%s: %d version markers and %d search-attribute upserts naming %s, want %d marker(s) and upserts only with it", prefix, name, versions, upserts, localFirstVersion, want)
-		}
-	}
-	ok := readAttemptEvents(t, recordedHistory(t, prefix+"success.json"))
+	ok := readAttemptEvents(t, recordedHistory(t, "delivery_local_success.json"))
 	if diff := cmp.Diff([]activities.AttemptOutput{{DeliveryID: "whd_1", Attempt: 1, StatusCode: 204}}, ok.local); diff != "" {
 		t.Errorf("accepted delivery's local attempts (-want +got):\n%s", diff)
 	}
@@ -174,7 +144,7 @@ func testLocalFirstInHistory(t *testing.T, prefix string) {
 	}
 
 	// retry_max 3 on a 1 s, ×2, 2 s schedule.
-	ev := readAttemptEvents(t, recordedHistory(t, prefix+"exhausted.json"))
+	ev := readAttemptEvents(t, recordedHistory(t, "delivery_local_exhausted.json"))
 	failed := func(n int) activities.AttemptOutput {
 		out, _ := failing(n)
 		return out
@@ -185,7 +155,7 @@ func testLocalFirstInHistory(t *testing.T, prefix string) {
 	if diff := cmp.Diff([]time.Duration{time.Second}, ev.timers); diff != "" {
 		t.Errorf("timers (-want +got):\n%s", diff)
 	}
-	want := activities.AttemptInput{TenantID: "ten_hist", EventID: "evt_" + strings.TrimPrefix(prefix, "delivery_") + "exhausted", EndpointID: "whe_hist", FirstAttempt: 2, RetryMax: 3}
+	want := activities.AttemptInput{TenantID: "ten_hist", EventID: "evt_local_exhausted", EndpointID: "whe_hist", FirstAttempt: 2, RetryMax: 3}
 	if diff := cmp.Diff([]activities.AttemptInput{want}, ev.scheduled); diff != "" {
 		t.Errorf("attempt activities scheduled (-want +got):\n%s", diff)
 	}
@@ -203,34 +173,6 @@ func testLocalFirstInHistory(t *testing.T, prefix string) {
 	}
 	if diff := cmp.Diff([]activities.AttemptOutput{failed(3)}, ev.failed); diff != "" {
 		t.Errorf("activity's failure (-want +got):\n%s", diff)
-	}
-}
-
-// TestLocalFirstMixedRollout replays an execution started with LocalFirst
-// by a starter of this release and run by a worker of the previous one,
-// which chose the local first attempt with GetVersion: this release's
-// code, which then asks GetVersion nothing, replays its marker and
-// search-attribute upsert (the SDK skips a version marker no GetVersion
-// asks for, and the upsert that comes with it). So workers of the two
-// releases may run side by side during an upgrade.
-func TestLocalFirstMixedRollout(t *testing.T) {
-	hist := recordedHistory(t, "delivery_local_success.json")
-	attrs := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
-	var in DeliveryInput
-	dc := converter.GetDefaultDataConverter()
-	if err := dc.FromPayloads(attrs.GetInput(), &in); err != nil {
-		t.Fatal(err)
-	}
-	in.LocalFirst = true
-	p, err := dc.ToPayloads(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	attrs.Input = p
-	r := worker.NewWorkflowReplayer()
-	registerWorkflows(r)
-	if err := r.ReplayWorkflowHistory(testLogger(t), hist); err != nil {
-		t.Errorf("replay with LocalFirst of a history with the version marker: %v", err)
 	}
 }
 

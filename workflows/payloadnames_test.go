@@ -30,7 +30,7 @@ var payloadTypes = []struct {
 	v    any
 	want []string
 }{
-	{"DeliveryInput", DeliveryInput{}, []string{"endpoint_id", "event_id", "event_type", "local_first", "module_id", "policy", "record_id", "replay_of", "retry_max", "tenant_id"}},
+	{"DeliveryInput", DeliveryInput{}, []string{"endpoint_id", "event_id", "event_type", "module_id", "policy", "record_id", "replay_of", "retry_max", "tenant_id"}},
 	{"RetryPolicy", RetryPolicy{}, []string{"attempt_timeout", "initial", "max_interval"}},
 	{"DeliveryOutput", DeliveryOutput{}, []string{"attempts", "delivery_id", "error", "status_code", "succeeded"}},
 	{"PurgeWorkflowInput", PurgeWorkflowInput{}, []string{}},

@@ -51,7 +51,7 @@ func TestReplay(t *testing.T) {
 			for _, s := range starts {
 				want := DeliveryInput{
 					TenantID: f.tenantID, EventID: ev.ID, EventType: ev.Type, EndpointID: f.subscribed.ID,
-					ModuleID: f.module.ID, RecordID: ev.RecordID, ReplayOf: row.ID, RetryMax: 7, Policy: testPolicy, LocalFirst: true,
+					ModuleID: f.module.ID, RecordID: ev.RecordID, ReplayOf: row.ID, RetryMax: 7, Policy: testPolicy,
 				}
 				if diff := cmp.Diff(want, s.in); diff != "" {
 					t.Errorf("replay input (-want +got):\n%s", diff)

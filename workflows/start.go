@@ -30,7 +30,7 @@ func deliveryInput(ev *models.Event, ep *models.WebhookEndpoint, policy RetryPol
 	return DeliveryInput{
 		TenantID: ev.TenantID, EventID: ev.ID, EventType: ev.Type, EndpointID: ep.ID,
 		ModuleID: ev.ModuleID, RecordID: ev.RecordID, ReplayOf: replayOf,
-		RetryMax: ep.RetryMax, Policy: policy, LocalFirst: true,
+		RetryMax: ep.RetryMax, Policy: policy,
 	}, nil
 }
 
