@@ -23,9 +23,7 @@ import (
 // time), and reports the CPU time of the whole process (server, worker,
 // store, receiver) per delivery: with the first attempt as a local
 // activity, and as an activity, as executions started before it run
-// (beforeLocalFirst, their commands for a delivery accepted at once); and
-// with the local first attempt chosen by GetVersion instead of the input
-// (local-first-by-version). A
+// (beforeLocalFirst, their commands for a delivery accepted at once). A
 // comparison, not an assertion:
 //
 //	go test ./workflows -run '^$' -bench DeliveryCPU -benchtime 400x
@@ -33,11 +31,8 @@ func BenchmarkDeliveryCPU(b *testing.B) {
 	for _, c := range []struct {
 		name     string
 		workflow string
-		// byVersion: the local first attempt chosen by GetVersion (its
-		// marker and upsert), as the previous release's starters asked.
-		byVersion bool
-	}{{"local-first", DeliveryWorkflowName, false}, {"local-first-by-version", DeliveryWorkflowName, true}, {"activity", "DeliveryBeforeLocalFirst", false}} {
-		b.Run(c.name, func(b *testing.B) { benchmarkDeliveryCPU(b, c.workflow, c.byVersion) })
+	}{{"local-first", DeliveryWorkflowName}, {"activity", "DeliveryBeforeLocalFirst"}} {
+		b.Run(c.name, func(b *testing.B) { benchmarkDeliveryCPU(b, c.workflow) })
 	}
 }
 
@@ -52,7 +47,7 @@ func beforeLocalFirst(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, e
 	return succeeded(res), nil
 }
 
-func benchmarkDeliveryCPU(b *testing.B, workflowName string, byVersion bool) {
+func benchmarkDeliveryCPU(b *testing.B, workflowName string) {
 	tc := recoveryTemporal(b)
 	ctx := b.Context()
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
@@ -103,7 +98,6 @@ func benchmarkDeliveryCPU(b *testing.B, workflowName string, byVersion bool) {
 		wg.Go(func() {
 			for ev := range jobs {
 				in, err := deliveryInput(&ev, ep, RetryPolicy{}, "")
-				in.LocalFirst = !byVersion
 				if err != nil {
 					b.Error(err)
 					continue
