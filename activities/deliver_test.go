@@ -859,6 +859,10 @@ func (failingFinish) FinishAttempt(context.Context, *models.WebhookDelivery) err
 	return errDiskFull
 }
 
+func (failingFinish) FinishDelivery(context.Context, *models.WebhookDelivery, models.DeliveryEnd) (error, error) {
+	return nil, errDiskFull
+}
+
 // TestAttemptAsActivity runs Attempt as a Temporal activity: the row carries
 // the activity's attempt and workflow execution, and a blocked destination
 // fails it for good.
@@ -941,6 +945,9 @@ func (nopStore) GetEvent(context.Context, string, string) (*models.Event, error)
 }
 func (nopStore) InsertAttempt(context.Context, *models.WebhookDelivery) error { return nil }
 func (nopStore) FinishAttempt(context.Context, *models.WebhookDelivery) error { return nil }
+func (nopStore) FinishDelivery(context.Context, *models.WebhookDelivery, models.DeliveryEnd) (error, error) {
+	return nil, nil
+}
 func (nopStore) NextAttempt(context.Context, string, string, string, string) (int, error) {
 	return 1, nil
 }

@@ -57,6 +57,10 @@ type Store interface {
 	InsertAttempt(ctx context.Context, d *models.WebhookDelivery) error
 	// FinishAttempt writes the outcome into a row written in flight.
 	FinishAttempt(ctx context.Context, d *models.WebhookDelivery) error
+	// FinishDelivery is FinishAttempt for an attempt that ends its
+	// delivery, with RecordDeliveryEnd in the same transaction; healthErr
+	// is the health's failure alone, which leaves the outcome written.
+	FinishDelivery(ctx context.Context, d *models.WebhookDelivery, end models.DeliveryEnd) (healthErr, err error)
 	// NextAttempt returns the number after the highest attempt of a
 	// workflow run's rows (1 when it has none).
 	NextAttempt(ctx context.Context, eventID, endpointID, workflowID, runID string) (int, error)
@@ -380,23 +384,37 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 	// deadline may be the very timeout that failed the attempt.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	write := d.store.InsertAttempt
-	if inFlight {
-		write = d.store.FinishAttempt
-	}
-	if err := write(wctx, row); err != nil {
-		return out, temporal.NewApplicationErrorWithCause("record delivery attempt: "+err.Error(), ErrTypeStore, err, out)
-	}
 	// last: no attempt of this delivery follows this failed one.
 	last := f != nil && (!f.retry || info.last)
-	if f == nil || (f.counts() && last) {
-		// The delivery ends here: health counts deliveries, not attempts.
-		// Best effort: failing the attempt for it would send a success
-		// again, or retry a delivery that is over. Logged as an error: the
-		// store failed, and the endpoint's health misses this delivery.
-		if err := d.store.RecordDeliveryEnd(wctx, in.TenantID, in.EndpointID, f == nil, d.now(), d.disableAfter); err != nil {
-			d.log.ErrorContext(ctx, "record endpoint health", "tenant_id", in.TenantID, "endpoint_id", in.EndpointID, "event_id", in.EventID, "error", err)
+	// ends: the delivery ends here, and its end counts in the endpoint's
+	// health (which counts deliveries, not attempts).
+	ends := f == nil || (f.counts() && last)
+	var healthErr error
+	switch {
+	case inFlight && ends:
+		// The outcome and the health in one transaction.
+		var err error
+		healthErr, err = d.store.FinishDelivery(wctx, row, models.DeliveryEnd{Succeeded: f == nil, At: d.now(), DisableAfter: d.disableAfter})
+		if err != nil {
+			return out, temporal.NewApplicationErrorWithCause("record delivery attempt: "+err.Error(), ErrTypeStore, err, out)
 		}
+	default:
+		write := d.store.InsertAttempt
+		if inFlight {
+			write = d.store.FinishAttempt
+		}
+		if err := write(wctx, row); err != nil {
+			return out, temporal.NewApplicationErrorWithCause("record delivery attempt: "+err.Error(), ErrTypeStore, err, out)
+		}
+		if ends {
+			healthErr = d.store.RecordDeliveryEnd(wctx, in.TenantID, in.EndpointID, f == nil, d.now(), d.disableAfter)
+		}
+	}
+	// Best effort: failing the attempt for the health would send a success
+	// again, or retry a delivery that is over. Logged as an error: the
+	// store failed, and the endpoint's health misses this delivery.
+	if healthErr != nil {
+		d.log.ErrorContext(ctx, "record endpoint health", "tenant_id", in.TenantID, "endpoint_id", in.EndpointID, "event_id", in.EventID, "error", healthErr)
 	}
 	if f != nil && f.disable {
 		// After the row: should this fail, the retry finds the endpoint

@@ -196,3 +196,10 @@ func (s *finishFailsOnce) FinishAttempt(ctx context.Context, d *models.WebhookDe
 	}
 	return s.Store.FinishAttempt(ctx, d)
 }
+
+func (s *finishFailsOnce) FinishDelivery(ctx context.Context, d *models.WebhookDelivery, end models.DeliveryEnd) (error, error) {
+	if s.failed.CompareAndSwap(false, true) {
+		return nil, errDiskFull
+	}
+	return s.Store.FinishDelivery(ctx, d, end)
+}

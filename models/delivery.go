@@ -188,7 +188,13 @@ func (s *Store) InsertAttempt(ctx context.Context, d *WebhookDelivery) error {
 	}
 	d.utc()
 	d.storable()
-	err := s.write(ctx, func(tx *gorm.DB) error {
+	// A first attempt's row in flight, the common case, is one INSERT:
+	// there are no earlier rows to mark, and it counts in no rollup yet.
+	write := s.write
+	if !d.statsState().counted() && (d.Attempt <= 1 || d.WorkflowID == "") {
+		write = s.writeOne
+	}
+	err := write(ctx, func(tx *gorm.DB) error {
 		ds := statsDeltas{}
 		if d.Attempt > 1 && d.WorkflowID != "" {
 			_, err := markLost(tx, ds, d.StartedAt, "event_id = ? AND endpoint_id = ? AND workflow_id = ? AND run_id = ? AND attempt < ?",
@@ -274,31 +280,9 @@ func (s *Store) FinishAttempt(ctx context.Context, d *WebhookDelivery) error {
 	d.storable()
 	var n int64
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		// The row as it was, locked, so that the rollups take back what it
-		// counted before (nothing in flight; worker_lost, or this same
-		// outcome when a finish is retried) and count what it is now.
-		var old attemptState
-		found := s.lockForUpdate(tx.Model(&WebhookDelivery{})).
-			Select("tenant_id, endpoint_id, started_at, attempt, error, succeeded, duration_ms").
-			Where("id = ?", d.ID).Limit(1).Find(&old)
-		if found.Error != nil || found.RowsAffected == 0 {
-			return found.Error
-		}
-		res := tx.Model(&WebhookDelivery{}).Where("id = ?", d.ID).Updates(map[string]any{
-			"response_status": d.ResponseStatus, "response_headers": d.ResponseHeaders, "response_body": d.ResponseBody,
-			"error": d.Error, "error_message": d.ErrorMessage, "remote_ip": d.RemoteIP,
-			"duration_ms": d.DurationMS, "dns_ms": d.DNSMS, "connect_ms": d.ConnectMS, "tls_ms": d.TLSMS,
-			"first_byte_ms": d.FirstByteMS, "finished_at": d.FinishedAt, "succeeded": d.Succeeded,
-		})
-		n = res.RowsAffected
-		if res.Error != nil {
-			return res.Error
-		}
-		now := old
-		now.Error, now.Succeeded, now.DurationMS = d.Error, d.Succeeded, d.DurationMS
-		ds := statsDeltas{}
-		ds.change(old, now)
-		return ds.apply(tx)
+		var err error
+		n, err = finishAttempt(tx, s.lockForUpdate, d)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("finish delivery attempt: %w", err)
@@ -307,6 +291,83 @@ func (s *Store) FinishAttempt(ctx context.Context, d *WebhookDelivery) error {
 		return fmt.Errorf("finish delivery attempt %s: %w", d.ID, ErrNotFound)
 	}
 	return nil
+}
+
+// DeliveryEnd says that a delivery ended with an attempt, for the
+// endpoint's health (see RecordDeliveryEnd).
+type DeliveryEnd struct {
+	Succeeded bool
+	At        time.Time
+	// DisableAfter: see RecordDeliveryEnd; 0 never disables.
+	DisableAfter time.Duration
+}
+
+// FinishDelivery is FinishAttempt for the attempt that ends its delivery,
+// followed by RecordDeliveryEnd, in one transaction: one commit where
+// there were two, on the path of every delivery that succeeds at once.
+// The endpoint's health stays best effort, as with RecordDeliveryEnd
+// alone: should the shared transaction fail, the outcome is written
+// alone, and healthErr reports the health update's own failure, which
+// leaves the outcome written. err is FinishAttempt's. d names its tenant
+// and endpoint, whose health it updates.
+func (s *Store) FinishDelivery(ctx context.Context, d *WebhookDelivery, end DeliveryEnd) (healthErr, err error) {
+	d.utc()
+	d.storable()
+	var (
+		n        int64
+		disabled bool
+	)
+	err = s.write(ctx, func(tx *gorm.DB) error {
+		var err error
+		if n, err = finishAttempt(tx, s.lockForUpdate, d); err != nil || n == 0 {
+			return err
+		}
+		disabled, err = s.recordDeliveryEnd(tx, d.TenantID, d.EndpointID, end)
+		return err
+	})
+	if err == nil && n == 0 {
+		return nil, fmt.Errorf("finish delivery attempt %s: %w", d.ID, ErrNotFound)
+	}
+	if err == nil {
+		if disabled {
+			s.eventsWritten()
+		}
+		return nil, nil
+	}
+	// Either write may have failed: the outcome alone, then the health.
+	if err := s.FinishAttempt(ctx, d); err != nil {
+		return nil, err
+	}
+	return s.RecordDeliveryEnd(ctx, d.TenantID, d.EndpointID, end.Succeeded, end.At, end.DisableAfter), nil
+}
+
+// finishAttempt writes d's outcome into its row in tx and returns the rows
+// changed (0: no such row).
+func finishAttempt(tx *gorm.DB, lockForUpdate func(*gorm.DB) *gorm.DB, d *WebhookDelivery) (int64, error) {
+	// The row as it was, locked, so that the rollups take back what it
+	// counted before (nothing in flight; worker_lost, or this same
+	// outcome when a finish is retried) and count what it is now.
+	var old attemptState
+	found := lockForUpdate(tx.Model(&WebhookDelivery{})).
+		Select("tenant_id, endpoint_id, started_at, attempt, error, succeeded, duration_ms").
+		Where("id = ?", d.ID).Limit(1).Find(&old)
+	if found.Error != nil || found.RowsAffected == 0 {
+		return 0, found.Error
+	}
+	res := tx.Model(&WebhookDelivery{}).Where("id = ?", d.ID).Updates(map[string]any{
+		"response_status": d.ResponseStatus, "response_headers": d.ResponseHeaders, "response_body": d.ResponseBody,
+		"error": d.Error, "error_message": d.ErrorMessage, "remote_ip": d.RemoteIP,
+		"duration_ms": d.DurationMS, "dns_ms": d.DNSMS, "connect_ms": d.ConnectMS, "tls_ms": d.TLSMS,
+		"first_byte_ms": d.FirstByteMS, "finished_at": d.FinishedAt, "succeeded": d.Succeeded,
+	})
+	if res.Error != nil {
+		return 0, res.Error
+	}
+	now := old
+	now.Error, now.Succeeded, now.DurationMS = d.Error, d.Succeeded, d.DurationMS
+	ds := statsDeltas{}
+	ds.change(old, now)
+	return res.RowsAffected, ds.apply(tx)
 }
 
 // DeliveryQuery filters a tenant's deliveries.

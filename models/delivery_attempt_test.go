@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -215,6 +216,88 @@ func TestNextAttempt(t *testing.T) {
 				if got != c.want {
 					t.Errorf("NextAttempt(%s) = %d, want %d", c.run, got, c.want)
 				}
+			}
+		})
+	}
+}
+
+// TestFinishDelivery: the attempt that ends a delivery writes its outcome
+// and the endpoint's health in one call, as FinishAttempt and
+// RecordDeliveryEnd one after the other would: failures count and, past
+// the window, disable the endpoint with its event; a success resets the
+// count; a missing row is ErrNotFound and counts nothing.
+func TestFinishDelivery(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			ctx := t.Context()
+			s := storetest.Open(t, d)
+			tenantID, _ := newTenant(t, s)
+			ep := newHookEndpoint(t, s, tenantID)
+			start := time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
+			finish := func(n int, ok bool, window time.Duration) {
+				t.Helper()
+				at := start.Add(time.Duration(n) * time.Hour)
+				row := &models.WebhookDelivery{
+					TenantID: ep.TenantID, EventID: "evt_" + strconv.Itoa(n), EventType: models.EventRecordCreated, EndpointID: ep.ID,
+					WorkflowID: "wf", RunID: "run", Attempt: 1, RequestURL: ep.URL, RequestHeaders: models.Headers{},
+					ResponseHeaders: models.Headers{}, Error: models.DeliveryErrInFlight, StartedAt: at, FinishedAt: at,
+				}
+				if err := s.InsertAttempt(ctx, row); err != nil {
+					t.Fatal(err)
+				}
+				status := 500
+				row.Error, row.ErrorMessage = models.DeliveryErrHTTPStatus, "HTTP 500"
+				if ok {
+					status, row.Error, row.ErrorMessage = 204, "", ""
+				}
+				row.ResponseStatus, row.Succeeded, row.FinishedAt = &status, ok, at.Add(time.Second)
+				healthErr, err := s.FinishDelivery(ctx, row, models.DeliveryEnd{Succeeded: ok, At: at, DisableAfter: window})
+				if err != nil || healthErr != nil {
+					t.Fatalf("FinishDelivery %d: %v, health %v", n, err, healthErr)
+				}
+				got, err := s.GetDelivery(ctx, ep.TenantID, row.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.InFlight() || got.Succeeded != ok || *got.ResponseStatus != status {
+					t.Fatalf("row %d after FinishDelivery: error %q, succeeded %v", n, got.Error, got.Succeeded)
+				}
+			}
+			health := func() *models.WebhookEndpoint {
+				t.Helper()
+				got, err := s.GetEndpoint(ctx, ep.TenantID, ep.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+
+			finish(1, false, 0)
+			finish(2, false, 0)
+			if got := health(); got.ConsecutiveFailures != 2 || got.FirstFailureAt == nil || !got.Enabled {
+				t.Fatalf("after two failures: %d failures since %v, enabled %v; want 2, since hour 1, enabled", got.ConsecutiveFailures, got.FirstFailureAt, got.Enabled)
+			}
+			finish(3, true, 0)
+			if got := health(); got.ConsecutiveFailures != 0 || got.FirstFailureAt != nil || got.LastSuccessAt == nil || !got.LastSuccessAt.Equal(start.Add(3*time.Hour)) {
+				t.Fatalf("after a success: %d failures since %v, last success %v; want 0, none, hour 3", got.ConsecutiveFailures, got.FirstFailureAt, got.LastSuccessAt)
+			}
+			for n := 4; n < 4+models.DisableAfterFailures; n++ {
+				finish(n, false, time.Hour)
+			}
+			if got := health(); got.Enabled || got.DisabledReason == nil || *got.DisabledReason != models.DisabledFailing {
+				t.Fatalf("after %d failures over hours: enabled %v, reason %v; want disabled, failing", models.DisableAfterFailures, got.Enabled, got.DisabledReason)
+			}
+			if n := len(disabledEvents(t, s)); n != 1 {
+				t.Errorf("%d endpoint_disabled events, want 1", n)
+			}
+
+			before := health().ConsecutiveFailures
+			missing := &models.WebhookDelivery{ID: "whd_missing", TenantID: ep.TenantID, EndpointID: ep.ID}
+			if _, err := s.FinishDelivery(ctx, missing, models.DeliveryEnd{At: start.Add(20 * time.Hour)}); !errors.Is(err, models.ErrNotFound) {
+				t.Errorf("FinishDelivery of a missing row: %v, want ErrNotFound", err)
+			}
+			if got := health().ConsecutiveFailures; got != before {
+				t.Errorf("a missing row counted: %d failures, want %d", got, before)
 			}
 		})
 	}

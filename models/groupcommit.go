@@ -39,6 +39,16 @@ func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return <-j.done
 }
 
+// writeOne runs fn, which must run exactly one statement, as write does,
+// but on PostgreSQL without BEGIN and COMMIT around it: a single statement
+// is atomic by itself, and the two round trips cost as much as it does.
+func (s *Store) writeOne(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.writes == nil {
+		return fn(s.w.WithContext(ctx))
+	}
+	return s.write(ctx, fn)
+}
+
 // runWrites commits waiting writes in groups until the store closes.
 func (s *Store) runWrites() {
 	defer close(s.writesDone)

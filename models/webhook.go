@@ -402,30 +402,10 @@ func (s *Store) DisableEndpoint(ctx context.Context, tenantID, id string) error 
 // also writes the endpoint_disabled event when it changed the row. A
 // deleted endpoint is no error.
 func (s *Store) RecordDeliveryEnd(ctx context.Context, tenantID, id string, succeeded bool, now time.Time, disableAfter time.Duration) error {
-	// As the store's clock: what the databases keep, so that an
-	// endpoint_disabled event's occurred_at is its disabled_at.
-	now = now.UTC().Truncate(time.Microsecond)
-	u := map[string]any{"consecutive_failures": 0, "first_failure_at": nil, "last_success_at": now}
-	if !succeeded {
-		u = map[string]any{
-			"consecutive_failures": gorm.Expr("consecutive_failures + 1"),
-			"first_failure_at":     gorm.Expr("COALESCE(first_failure_at, ?)", now),
-			"last_failure_at":      now,
-		}
-	}
 	var disabled bool
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		if err := tx.Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).Updates(u).Error; err != nil {
-			return err
-		}
-		if succeeded || disableAfter <= 0 {
-			return nil
-		}
-		// On the counted row: first_failure_at is now when this was the
-		// first failure, so a positive window is not over yet.
 		var err error
-		disabled, err = s.disableEndpointTx(tx, tenantID, id, DisabledFailing, now,
-			"consecutive_failures >= ? AND first_failure_at <= ?", []any{DisableAfterFailures, now.Add(-disableAfter)}, nil)
+		disabled, err = s.recordDeliveryEnd(tx, tenantID, id, DeliveryEnd{Succeeded: succeeded, At: now, DisableAfter: disableAfter})
 		return err
 	})
 	if err != nil {
@@ -435,6 +415,32 @@ func (s *Store) RecordDeliveryEnd(ctx context.Context, tenantID, id string, succ
 		s.eventsWritten()
 	}
 	return nil
+}
+
+// recordDeliveryEnd is RecordDeliveryEnd in tx; disabled reports that it
+// disabled the endpoint (and wrote its endpoint_disabled event).
+func (s *Store) recordDeliveryEnd(tx *gorm.DB, tenantID, id string, end DeliveryEnd) (disabled bool, err error) {
+	// As the store's clock: what the databases keep, so that an
+	// endpoint_disabled event's occurred_at is its disabled_at.
+	now := end.At.UTC().Truncate(time.Microsecond)
+	u := map[string]any{"consecutive_failures": 0, "first_failure_at": nil, "last_success_at": now}
+	if !end.Succeeded {
+		u = map[string]any{
+			"consecutive_failures": gorm.Expr("consecutive_failures + 1"),
+			"first_failure_at":     gorm.Expr("COALESCE(first_failure_at, ?)", now),
+			"last_failure_at":      now,
+		}
+	}
+	if err := tx.Model(&WebhookEndpoint{}).Where("tenant_id = ? AND id = ?", tenantID, id).Updates(u).Error; err != nil {
+		return false, err
+	}
+	if end.Succeeded || end.DisableAfter <= 0 {
+		return false, nil
+	}
+	// On the counted row: first_failure_at is now when this was the
+	// first failure, so a positive window is not over yet.
+	return s.disableEndpointTx(tx, tenantID, id, DisabledFailing, now,
+		"consecutive_failures >= ? AND first_failure_at <= ?", []any{DisableAfterFailures, now.Add(-end.DisableAfter)}, nil)
 }
 
 // CountEndpointsByHealth returns how many endpoints, of all tenants, are in

@@ -88,11 +88,15 @@ func (b *bench) runFloors(ctx context.Context, tag, addr, namespace string, n, c
 	for _, k := range floorKinds {
 		label := k.label
 		fmt.Fprintf(b.out, "%s: %s: %d workflows, %d starters ...\n", tag, label, n, conc)
+		cost0 := takeCost(ctx, b.pgAdmin)
 		f, err := b.runFloor(ctx, tag, addr, namespace, n, conc, k.local, k.sa)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", label, err)
 		}
 		f.label = label
+		if b.costDBs != nil {
+			costSince(ctx, b.pgAdmin, cost0, b.costDBs, tag+": "+label, f.delivered).report(b.out, 25)
+		}
 		fmt.Fprintf(b.out, "%s: %s: %d completions in %s (%.1f/s), machine CPU %s per workflow\n", tag, label, f.delivered,
 			f.span.Round(time.Millisecond), f.rate(), ms(f.cpuPer()))
 		out = append(out, f)

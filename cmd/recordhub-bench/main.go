@@ -25,6 +25,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -197,6 +198,10 @@ type bench struct {
 	// bin is the service as `make run` builds it; apiBin the API process
 	// of -role api.
 	bin, apiBin string
+	// pgAdmin is the production group's connection to the PostgreSQL
+	// server's postgres database, for its cost counts.
+	pgAdmin *sql.DB
+	costDBs costDBs // the Temporal server's databases
 }
 
 // skipError marks a database that cannot be reached: its scenarios are

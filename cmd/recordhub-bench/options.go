@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,6 +33,9 @@ type options struct {
 	burst       int   // tenant A's records
 	baselineN   int   // bare workflows; 0: burst
 	redisURL    string
+	// temporalConfig: extra dynamic config of the production group's
+	// Temporal server.
+	temporalConfig map[string]any
 }
 
 const defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
@@ -54,6 +58,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	prodWorkers := fs.String("workers", "1,2", "with -production: worker process counts to measure, comma-separated, one configuration each")
 	fs.IntVar(&o.burst, "burst", 2000, "with -production: records tenant A creates, 16 at a time")
 	fs.IntVar(&o.baselineN, "baseline-n", 0, "with -production: workflows in each floor run (bare one-activity and local-activity workflows on the same server; 0: -burst)")
+	temporalConfig := fs.String("temporal-config", "", "with -production: extra dynamic config of the Temporal server, comma-separated key=value, each value JSON (a number, true, false) or else a string, e.g. matching.numTaskqueueReadPartitions=1,matching.numTaskqueueWritePartitions=1")
 	fs.StringVar(&o.redisURL, "redis", "redis://127.0.0.1:6379/15", "with -production: the Redis the service processes share")
 	fs.StringVar(&o.role, "role", "all", "shape of the measured process: all (API, worker, dispatcher and the embedded Temporal server in one process), or api (serve --role api, built -tags noembedtemporal as production images are, against a second process, role all, that holds the worker and the embedded Temporal server; every figure, RSS included, is the API process's)")
 	fs.Usage = func() {
@@ -83,6 +88,20 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		case "":
 		default:
 			return o, fmt.Errorf("-profile: unknown scenario %q (get, post, list)", p)
+		}
+	}
+	if *temporalConfig != "" {
+		o.temporalConfig = map[string]any{}
+		for kv := range strings.SplitSeq(*temporalConfig, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			if !ok || k == "" {
+				return o, fmt.Errorf("-temporal-config: %q is not key=value", kv)
+			}
+			var val any = v
+			if json.Unmarshal([]byte(v), &val) != nil {
+				val = v
+			}
+			o.temporalConfig[k] = val
 		}
 	}
 	for w := range strings.SplitSeq(*prodWorkers, ",") {

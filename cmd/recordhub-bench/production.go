@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"maps"
 	"os"
@@ -63,6 +64,7 @@ type prodRun struct {
 	cpu        string // CPU time by process kind during the run
 	loadBefore string
 	loadAfter  string
+	cost       costRun // per delivery, by process and database
 }
 
 func (r prodRun) rate() float64 { return rate(r.deliveredA, r.spanA) }
@@ -98,7 +100,7 @@ func (b *bench) production(ctx context.Context) (prodResult, error) {
 	}
 	defer tlog.Close()
 	fmt.Fprintf(b.out, "production: starting a Temporal server on PostgreSQL %s (built once and cached; its log: %s) ...\n", redact(adminURL), tlog.Name())
-	ts, err := pgtemporal.Start(ctx, pgtemporal.Options{PostgresURL: adminURL, Log: tlog, LogLevel: "warn"})
+	ts, err := pgtemporal.Start(ctx, pgtemporal.Options{PostgresURL: adminURL, Log: tlog, LogLevel: "warn", DynamicConfig: b.o.temporalConfig})
 	if err != nil {
 		return r, err
 	}
@@ -108,6 +110,12 @@ func (b *bench) production(ctx context.Context) (prodResult, error) {
 		}
 	}()
 	r.temporalAddr = ts.Address()
+	if b.pgAdmin, err = sql.Open("pgx", adminURL); err != nil {
+		return r, err
+	}
+	defer b.pgAdmin.Close()
+	tdb, vdb := ts.Databases()
+	b.costDBs = costDBs{tdb: "temporal", vdb: "visibility"}
 
 	if r.floors, err = b.runFloors(ctx, "production", ts.Address(), ts.Namespace(), cmp.Or(b.o.baselineN, b.o.burst), prodCreators); err != nil {
 		return r, err
@@ -231,6 +239,7 @@ func (b *bench) prodRun(ctx context.Context, ts *pgtemporal.Server, workers int)
 	}
 	requestsBefore := st.a.rcv.requests.Load() + st.b.rcv.requests.Load()
 	cpu := startCPU(st.api, st.ws)
+	cost0 := takeCost(ctx, b.pgAdmin)
 	r.loadBefore = loadAverage()
 
 	idsA, sentB, err := b.prodLoad(ctx, st, &r)
@@ -244,6 +253,10 @@ func (b *bench) prodRun(ctx context.Context, ts *pgtemporal.Server, workers int)
 		return r, err
 	}
 	r.tally(st, idsA, sentB, before, after)
+	dbs := maps.Clone(b.costDBs)
+	dbs[st.h.name] = "recordhub"
+	r.cost = costSince(ctx, b.pgAdmin, cost0, dbs, st.tag, r.deliveredA+len(sentB)-r.missingB)
+	r.cost.report(b.out, 25)
 	requests := st.a.rcv.requests.Load() + st.b.rcv.requests.Load() - requestsBefore
 	fmt.Fprintf(b.out, "%s: %d of %d delivered in %s (%.1f/s), machine CPU %s per delivery; %d requests, %.0f attempts; B's latencies %s\n", st.tag,
 		r.deliveredA, r.sentA, r.spanA.Round(time.Millisecond), r.rate(), ms(r.throughput().cpuPer()), requests, sum(r.attempts), durations(r.latB))

@@ -40,6 +40,9 @@ func (t *targetTable) info(workers, label, value, note string) {
 // many targets were missed.
 func reportProduction(w io.Writer, o options, r prodResult) int {
 	fmt.Fprintf(w, "\nproduction shape: recordhub built -tags noembedtemporal; a separate Temporal server (v1.32.1, PostgreSQL persistence, task-queue fairness on) at %s; Redis %s\n", r.temporalAddr, redact(o.redisURL))
+	if len(o.temporalConfig) > 0 {
+		fmt.Fprintf(w, "Temporal dynamic config besides: %v\n", o.temporalConfig)
+	}
 	fmt.Fprintf(w, "per row group: one serve --role api and N serve --role worker processes, a fresh database and task queue; tenant A creates %d records %d at a time, then tenant B %d, one a second\n", o.burst, prodCreators, prodBEvents)
 	fmt.Fprintf(w, "floors (run first, same server, %d starters):", prodCreators)
 	for _, f := range r.floors {

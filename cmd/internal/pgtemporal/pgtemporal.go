@@ -176,6 +176,10 @@ func (s *Server) start(ctx context.Context, o Options, sqlTool string) error {
 // Address is the frontend's gRPC address (host:port), for client.Options.
 func (s *Server) Address() string { return s.addr }
 
+// Databases returns the names of the server's main and visibility
+// databases.
+func (s *Server) Databases() (main, visibility string) { return s.dbs[0], s.dbs[1] }
+
 // Namespace is the namespace Start registered.
 func (s *Server) Namespace() string { return s.namespace }
 
