@@ -396,7 +396,7 @@ func SnapshotEvent(rs *WebhookResync, c *ResyncCandidate) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("encode snapshot: %w", err)
 	}
-	return Event{ID: id, TenantID: rs.TenantID, ModuleID: rec.ModuleID, RecordID: rec.ID, Type: EventRecordSnapshot, Payload: string(body), OccurredAt: rs.StartedAt}, nil
+	return Event{ID: id, TenantID: rs.TenantID, ModuleID: rec.ModuleID, RecordID: rec.ID, RecordVersion: rec.Version, Type: EventRecordSnapshot, Payload: string(body), OccurredAt: rs.StartedAt}, nil
 }
 
 // SaveSnapshots stores snapshot events, as dispatched: the dispatcher,
