@@ -200,7 +200,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 		failed    atomic.Bool
 		ambiguous atomic.Bool
 	)
-	for _, group := range recordGroups(events) {
+	for _, group := range recordGroups(events, d.orderedEvents(ctx, subs, events)) {
 		sem <- struct{}{}
 		if failed.Load() || ctx.Err() != nil {
 			<-sem
@@ -249,15 +249,30 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	return len(marked), errors.Join(errs...)
 }
 
-// recordGroups splits a batch into the indexes of each record's events, in
-// (RecordVersion, OccurredAt, ID) order, the groups in the order of their
-// first event in the batch; an event about no record is a group of its own.
-func recordGroups(events []models.Event) [][]int {
+// orderedEvents reports, for each event of a batch, whether an endpoint
+// whose ordering is "record" subscribes to it; when that cannot be read,
+// it says yes: ordering one more record costs a little time, and the
+// event's own dispatch reports the error.
+func (d *Dispatcher) orderedEvents(ctx context.Context, subs *subscriptions, events []models.Event) []bool {
+	out := make([]bool, len(events))
+	for i := range events {
+		eps, err := subs.of(ctx, &events[i])
+		out[i] = err != nil || slices.ContainsFunc(eps, func(ep models.WebhookEndpoint) bool { return ep.Ordered() })
+	}
+	return out
+}
+
+// recordGroups splits a batch into the indexes of each record's events
+// that an ordered endpoint subscribes to (ordered[i]), in (RecordVersion,
+// OccurredAt, ID) order, the groups in the order of their first event in
+// the batch; any other event is a group of its own: a record's events that
+// no endpoint orders start concurrently, as before ordering existed.
+func recordGroups(events []models.Event, ordered []bool) [][]int {
 	var groups [][]int
 	byRecord := map[[2]string]int{}
 	for i := range events {
 		ev := &events[i]
-		if ev.RecordID == "" {
+		if ev.RecordID == "" || !ordered[i] {
 			groups = append(groups, []int{i})
 			continue
 		}
