@@ -70,7 +70,11 @@ const (
 // endpoint that is disabled gets no workflow: the event is recorded as
 // skipped for it instead (a webhook_deliveries row, error
 // endpoint_disabled), for a later recovery to send. An endpoint_disabled
-// event never goes to the endpoint it is about.
+// event never goes to the endpoint it is about. For an endpoint whose
+// ordering is "record" it starts nothing itself: it hands the delivery to
+// the record's sequencer (RecordSequence), which starts it in version
+// order; a record's events that such an endpoint subscribes to are handled
+// one after another, in version order, and none after one that failed.
 //
 // Several dispatchers (one per worker process) share one outbox: each
 // round claims events for a lease (ClaimEvents), so that no two start the
