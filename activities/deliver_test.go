@@ -930,6 +930,9 @@ func TestNewDelivererRefuses(t *testing.T) {
 // nopStore is a Store for tests that never reach it.
 type nopStore struct{}
 
+func (nopStore) SnapshotSuperseded(context.Context, *models.Event, *models.WebhookEndpoint) (bool, error) {
+	return false, nil
+}
 func (nopStore) GetEndpoint(context.Context, string, string) (*models.WebhookEndpoint, error) {
 	return nil, models.ErrNotFound
 }

@@ -69,6 +69,10 @@ type Store interface {
 	SettleLostAttempts(ctx context.Context, eventID, endpointID, workflowID, runID string, at time.Time) (int64, error)
 	// DisableEndpoint disables an endpoint whose receiver answered 410 Gone.
 	DisableEndpoint(ctx context.Context, tenantID, id string) error
+	// SnapshotSuperseded reports whether a record_snapshot event need not
+	// be sent to an endpoint: a later live event of its record was
+	// committed since its resync began.
+	SnapshotSuperseded(ctx context.Context, ev *models.Event, ep *models.WebhookEndpoint) (bool, error)
 	// RecordDeliveryEnd updates the endpoint's health when a delivery
 	// ends, and disables it when it has failed for disableAfter (0: never).
 	RecordDeliveryEnd(ctx context.Context, tenantID, id string, succeeded bool, now time.Time, disableAfter time.Duration) error
@@ -346,6 +350,9 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 		row.ReplayOf = &replayOf
 	}
 	req, f := d.prepare(ctx, in, info.attempt, row)
+	if f != nil && f.code == models.DeliveryErrSuperseded {
+		return d.superseded(ctx, row)
+	}
 	inFlight := f == nil
 	var span trace.Span
 	if inFlight && d.tracing != nil {
@@ -450,6 +457,24 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 	return out, temporal.NewApplicationErrorWithOptions(f.message, f.errType, opts)
 }
 
+// superseded ends the delivery of a snapshot that a later live event of its
+// record overtook, with nothing sent: one row, attempt 0 (no request, like
+// a skipped delivery's), counted as succeeded, so that the delivery is
+// done, recoveries leave it alone and the endpoint's health and stats do
+// not count it.
+func (d *Deliverer) superseded(ctx context.Context, row *models.WebhookDelivery) (AttemptOutput, error) {
+	row.Attempt, row.Succeeded = 0, true
+	row.FinishedAt = d.now()
+	row.RequestHeaders, row.RequestBody = models.Headers{}, ""
+	out := AttemptOutput{DeliveryID: row.ID, Error: row.Error}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := d.store.InsertAttempt(wctx, row); err != nil {
+		return out, temporal.NewApplicationErrorWithCause("record the superseded snapshot: "+err.Error(), ErrTypeStore, err, out)
+	}
+	return out, nil
+}
+
 // logFailure writes the one line of an expected failed attempt: what an
 // operator needs to find its row and its workflow, and whether another
 // attempt follows (next, 0 when none does).
@@ -508,6 +533,16 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 	row.RequestURL = ep.URL
 	if !ep.Enabled {
 		return fail(errEndpointDisabled)
+	}
+	if ev.Type == models.EventRecordSnapshot && ep.Ordered() {
+		switch sup, err := d.store.SnapshotSuperseded(ctx, ev, ep); {
+		case err != nil:
+			return fail(&internalError{"check the snapshot against live events", err})
+		case sup:
+			row.Error = models.DeliveryErrSuperseded
+			row.ErrorMessage = "not sent: a later version of the record was committed after the resync began, and its live event reached the endpoint first"
+			return nil, &failure{code: models.DeliveryErrSuperseded}
+		}
 	}
 	current, previous, err := d.store.EndpointSecrets(ep)
 	if err != nil {

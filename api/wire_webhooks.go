@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -32,6 +33,9 @@ type endpointJSON struct {
 	// Filter is the content filter: field name → the value it must
 	// equal; {} when there is none.
 	Filter map[string]any `json:"filter"`
+	// Ordering is "none" or "record" (each record's events in version
+	// order).
+	Ordering string `json:"ordering"`
 }
 
 // healthJSON is an endpoint's health.
@@ -83,6 +87,7 @@ func endpointOut(e *models.WebhookEndpoint, now time.Time) endpointJSON {
 	out := endpointJSON{
 		ID: e.ID, URL: e.URL, Description: e.Description, Events: e.Events, ModuleIDs: e.ModuleIDs,
 		RetryMax: e.RetryMax, Enabled: e.Enabled, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+		Ordering: cmp.Or(e.Ordering, models.OrderingNone),
 		Health: healthJSON{
 			State: e.HealthState(), ConsecutiveFailures: e.ConsecutiveFailures,
 			LastSuccessAt: e.LastSuccessAt, LastFailureAt: e.LastFailureAt,
@@ -118,6 +123,8 @@ type endpointInput struct {
 	Headers json.RawMessage `json:"headers"`
 	// Filter: field name → the value it must equal; {} removes the filter.
 	Filter *map[string]any `json:"filter"`
+	// Ordering: "none" or "record".
+	Ordering *string `json:"ordering"`
 }
 
 func (in endpointInput) model() (models.EndpointInput, error) {
@@ -125,6 +132,7 @@ func (in endpointInput) model() (models.EndpointInput, error) {
 	return models.EndpointInput{
 		URL: in.URL, Description: in.Description, Events: in.Events, ModuleIDs: in.ModuleIDs,
 		RetryMax: in.RetryMax, Enabled: in.Enabled, Secret: in.Secret, Headers: h, Filter: in.Filter,
+		Ordering: in.Ordering,
 	}, err
 }
 

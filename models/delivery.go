@@ -65,6 +65,12 @@ const (
 	// DeliveryErrInternal: the store could not be read or a secret could
 	// not be opened; the cause is in the worker's logs, not in the row.
 	DeliveryErrInternal = "internal"
+	// DeliveryErrSuperseded: a record_snapshot to an endpoint whose
+	// ordering is "record" was not sent, because a live event of the
+	// record committed after its resync's position (a later version)
+	// reached the sequencer first. Its row has attempt 0 and counts as
+	// succeeded: the delivery is done, and recoveries leave it alone.
+	DeliveryErrSuperseded = "superseded"
 )
 
 // DeliveryErrors lists every delivery error code, the values the
@@ -73,7 +79,7 @@ var DeliveryErrors = []string{
 	DeliveryErrTimeout, DeliveryErrConnectionRefused, DeliveryErrDNS, DeliveryErrTLS,
 	DeliveryErrBlockedDestination, DeliveryErrHTTPStatus, DeliveryErrEndpointGone,
 	DeliveryErrEndpointDisabled, DeliveryErrConnection, DeliveryErrInFlight, DeliveryErrWorkerLost,
-	DeliveryErrEventGone, DeliveryErrCanceled, DeliveryErrInternal,
+	DeliveryErrEventGone, DeliveryErrCanceled, DeliveryErrInternal, DeliveryErrSuperseded,
 }
 
 // workerLostMessage is the error message of a worker_lost row.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,14 +19,19 @@ import (
 // delivery of the event sends. An operational event (endpoint_disabled) is
 // about an endpoint: its ModuleID and RecordID are empty.
 type Event struct {
-	ID           string `gorm:"primaryKey"`
-	TenantID     string
-	ModuleID     string
-	RecordID     string
-	Type         string
-	Payload      string
-	OccurredAt   time.Time `gorm:"autoCreateTime:false"`
-	DispatchedAt *time.Time
+	ID       string `gorm:"primaryKey"`
+	TenantID string
+	ModuleID string
+	RecordID string
+	// RecordVersion orders a record's events: the version of the record
+	// the payload carries (its last version plus one for a deletion, which
+	// is the record's next version); 0 for operational events. The outbox
+	// hands a record's events out in (RecordVersion, OccurredAt, ID) order.
+	RecordVersion int64
+	Type          string
+	Payload       string
+	OccurredAt    time.Time `gorm:"autoCreateTime:false"`
+	DispatchedAt  *time.Time
 	// ClaimedBy and ClaimedUntil are the dispatcher that holds the pending
 	// event and until when (see ClaimEvents).
 	ClaimedBy    *string
@@ -121,6 +127,13 @@ func recordEvents(m *Module, before, after *Record, at time.Time) ([]Event, erro
 			evs = append(evs, ev{typ: EventCustomDataUpdated, changes: map[string]any{"custom_data": change{nonNil(before.CustomData), nonNil(after.CustomData)}}})
 		}
 	}
+	// Every event of one change carries the same version; a deletion's
+	// payload shows the record as it was, and the deletion comes after
+	// that version's events.
+	version := shown.Version
+	if after == nil {
+		version++
+	}
 	out := make([]Event, 0, len(evs))
 	for _, e := range evs {
 		id := NewID(PrefixEvent)
@@ -136,7 +149,7 @@ func recordEvents(m *Module, before, after *Record, at time.Time) ([]Event, erro
 		if err != nil {
 			return nil, fmt.Errorf("encode event: %w", err)
 		}
-		out = append(out, Event{ID: id, TenantID: m.TenantID, ModuleID: m.ID, RecordID: shown.ID, Type: e.typ, Payload: string(body), OccurredAt: at})
+		out = append(out, Event{ID: id, TenantID: m.TenantID, ModuleID: m.ID, RecordID: shown.ID, RecordVersion: version, Type: e.typ, Payload: string(body), OccurredAt: at})
 	}
 	return out, nil
 }
@@ -284,7 +297,61 @@ func (s *Store) ClaimEvents(ctx context.Context, c Claim) ([]Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("claim events: %w", err)
 	}
+	if out, err = s.holdBackLater(ctx, c.Owner, out); err != nil {
+		return nil, fmt.Errorf("claim events: %w", err)
+	}
 	interleaveTenants(out)
+	return out, nil
+}
+
+// holdBackLater releases, and leaves out of claimed, every claimed event of
+// a record that has an earlier event still undispatched outside this
+// claim: one claimed by another dispatcher, or not claimed at all. Earlier
+// is in (record_version, occurred_at, id) order. So an event is handed out
+// only once every earlier event of its record was marked dispatched, that
+// is once that one's delivery started (or its sequencer was signalled),
+// which is what lets an endpoint with ordering "record" receive a record's
+// events in version order however many dispatchers share the outbox.
+//
+// It costs one query per round and applies to every event, whatever its
+// endpoints' ordering: a hot record's later events may wait a round for an
+// earlier one that another dispatcher holds, which delays them for an
+// unordered endpoint too (by a round at most).
+func (s *Store) holdBackLater(ctx context.Context, owner string, claimed []Event) ([]Event, error) {
+	var ids []string
+	for i := range claimed {
+		if claimed[i].RecordID != "" {
+			ids = append(ids, claimed[i].ID)
+		}
+	}
+	if len(ids) == 0 {
+		return claimed, nil
+	}
+	var held []string
+	err := s.w.WithContext(ctx).Raw(`
+		SELECT c.id FROM events c
+		WHERE c.id IN ? AND EXISTS (
+			SELECT 1 FROM events e
+			WHERE e.record_id = c.record_id AND e.tenant_id = c.tenant_id AND e.dispatched_at IS NULL
+			  AND e.id NOT IN ?
+			  AND (e.record_version < c.record_version
+			    OR (e.record_version = c.record_version AND (e.occurred_at < c.occurred_at
+			      OR (e.occurred_at = c.occurred_at AND e.id < c.id)))))`, ids, ids).Scan(&held).Error
+	if err != nil {
+		return nil, fmt.Errorf("earlier events of the records: %w", err)
+	}
+	if len(held) == 0 {
+		return claimed, nil
+	}
+	if err := s.ReleaseEvents(ctx, owner, held); err != nil {
+		return nil, err
+	}
+	out := claimed[:0]
+	for _, e := range claimed {
+		if !slices.Contains(held, e.ID) {
+			out = append(out, e)
+		}
+	}
 	return out, nil
 }
 

@@ -113,14 +113,14 @@ func (s *Store) insertRecord(ctx context.Context, r *Record, events []Event) err
 			if i > 0 {
 				values += ", "
 			}
-			values += "(?, ?, ?, ?, ?, ?, ?, ?)"
-			args = append(args, e.ID, e.TenantID, e.ModuleID, e.RecordID, e.Type, e.Payload, e.OccurredAt, e.TraceParent)
+			values += "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+			args = append(args, e.ID, e.TenantID, e.ModuleID, e.RecordID, e.RecordVersion, e.Type, e.Payload, e.OccurredAt, e.TraceParent)
 		}
 		args = append(args, s.shard())
 		err = s.w.WithContext(ctx).Exec(`WITH r AS (
 			INSERT INTO records (id, tenant_id, module_id, fields, custom_data, version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING module_id),
-			e AS (INSERT INTO events (id, tenant_id, module_id, record_id, type, payload, occurred_at, trace_parent) VALUES `+values+`)
+			e AS (INSERT INTO events (id, tenant_id, module_id, record_id, record_version, type, payload, occurred_at, trace_parent) VALUES `+values+`)
 			INSERT INTO module_record_counts (module_id, shard, count) SELECT module_id, ?, 1 FROM r
 			ON CONFLICT (module_id, shard) DO UPDATE SET count = module_record_counts.count + excluded.count`,
 			args...).Error

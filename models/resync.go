@@ -396,7 +396,7 @@ func SnapshotEvent(rs *WebhookResync, c *ResyncCandidate) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("encode snapshot: %w", err)
 	}
-	return Event{ID: id, TenantID: rs.TenantID, ModuleID: rec.ModuleID, RecordID: rec.ID, Type: EventRecordSnapshot, Payload: string(body), OccurredAt: rs.StartedAt}, nil
+	return Event{ID: id, TenantID: rs.TenantID, ModuleID: rec.ModuleID, RecordID: rec.ID, RecordVersion: rec.Version, Type: EventRecordSnapshot, Payload: string(body), OccurredAt: rs.StartedAt}, nil
 }
 
 // SaveSnapshots stores snapshot events, as dispatched: the dispatcher,
@@ -426,4 +426,46 @@ func (s *Store) SaveSnapshots(ctx context.Context, events []Event) error {
 // SubscribesSnapshots reports whether e takes record_snapshot events.
 func (e *WebhookEndpoint) SubscribesSnapshots() bool {
 	return slices.Contains(e.Events, EventRecordSnapshot)
+}
+
+// SnapshotSuperseded reports whether the record_snapshot event ev need not
+// be sent to ep: an event of its record of a type ep subscribes to was
+// committed after the position of ev's resync, and so carries a later
+// version than the snapshot. An endpoint whose ordering is "record" gets
+// the live event first when its sequencer had it before the snapshot;
+// sending the snapshot after it would take the receiver back in time.
+func (s *Store) SnapshotSuperseded(ctx context.Context, ev *Event, ep *WebhookEndpoint) (bool, error) {
+	if ev.Type != EventRecordSnapshot || ev.RecordID == "" {
+		return false, nil
+	}
+	var body struct {
+		Resync snapshotResync `json:"resync"`
+	}
+	if err := json.Unmarshal([]byte(ev.Payload), &body); err != nil {
+		return false, fmt.Errorf("read snapshot %s: %w", ev.ID, err)
+	}
+	var rs WebhookResync
+	if err := s.r.WithContext(ctx).Where("tenant_id = ? AND id = ?", ev.TenantID, body.Resync.ID).Take(&rs).Error; err != nil {
+		return false, notFoundOr(err, "load the snapshot's resync")
+	}
+	var live []string
+	for _, t := range ep.Events {
+		if t != EventRecordSnapshot && t != EventEndpointDisabled {
+			live = append(live, t)
+		}
+	}
+	if len(live) == 0 {
+		return false, nil
+	}
+	cond, args, err := s.committedAfter(rs.Position)
+	if err != nil {
+		return false, err
+	}
+	var n int64
+	err = s.r.WithContext(ctx).Raw("SELECT COUNT(*) FROM events e WHERE e.record_id = ? AND e.tenant_id = ? AND e.type IN ? AND "+cond,
+		append([]any{ev.RecordID, ev.TenantID, live}, args...)...).Scan(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("live events after the snapshot: %w", err)
+	}
+	return n > 0, nil
 }

@@ -158,8 +158,27 @@ func TestResyncPosition(t *testing.T) {
 			t.Fatal("a snapshot event is pending for the dispatcher")
 		}
 		stored, err := s.GetEvent(ctx, o.id, ev1.ID)
-		if err != nil || stored.Payload != ev1.Payload {
+		if err != nil || stored.Payload != ev1.Payload || stored.RecordVersion != a.Record.Version {
 			t.Fatalf("stored snapshot: %v %v", stored, err)
+		}
+
+		// A snapshot is superseded for an endpoint when a live event of
+		// its record that the endpoint takes was committed after the
+		// position: b's update, for ep; not for createsOnly, nor for a.
+		b := got[recs["b"].ID]
+		evB, err := models.SnapshotEvent(rs, &b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name string
+			ev   *models.Event
+			ep   *models.WebhookEndpoint
+			want bool
+		}{{"a", &ev1, ep, false}, {"b", &evB, ep, true}, {"b without updates", &evB, createsOnly, false}} {
+			if sup, err := s.SnapshotSuperseded(ctx, c.ev, c.ep); err != nil || sup != c.want {
+				t.Errorf("snapshot of %s superseded: %v, %v; want %v", c.name, sup, err, c.want)
+			}
 		}
 
 		p := models.ResyncProgress{Examined: 4, Sent: 2, Covered: 2}

@@ -75,7 +75,28 @@ type WebhookEndpoint struct {
 	// Filter is the endpoint's content filter (see EndpointFilter); the
 	// dispatcher starts no delivery of an event whose record fails it.
 	Filter EndpointFilter `gorm:"type:text;column:event_filter"`
+	// Ordering is OrderingNone or OrderingRecord: whether the endpoint
+	// receives each record's events in the order of its versions.
+	Ordering string
 }
+
+// An endpoint's orderings.
+const (
+	// OrderingNone: every delivery runs as soon as it is dispatched.
+	OrderingNone = "none"
+	// OrderingRecord: one record's events reach the endpoint in the order
+	// of the record's versions, through one sequencer per (endpoint,
+	// record); a failing delivery holds back only that record's later
+	// events, until it succeeds or is given up.
+	OrderingRecord = "record"
+)
+
+// Orderings lists the values of an endpoint's ordering.
+var Orderings = []string{OrderingNone, OrderingRecord}
+
+// Ordered reports whether the endpoint receives each record's events in
+// version order.
+func (e *WebhookEndpoint) Ordered() bool { return e.Ordering == OrderingRecord }
 
 // Reasons an endpoint was disabled (disabled_reason).
 const (
@@ -134,6 +155,8 @@ type EndpointInput struct {
 	Headers *map[string]string
 	// Filter, when set, replaces the content filter; empty removes it.
 	Filter *map[string]any
+	// Ordering, when set, is OrderingNone or OrderingRecord.
+	Ordering *string
 }
 
 // URLChecker refuses destinations that resolve to blocked addresses; it
@@ -154,6 +177,9 @@ func (s *Store) validateEndpoint(ctx context.Context, tenantID string, e *Webhoo
 		if !slices.Contains(EventTypes, t) {
 			errs = append(errs, FieldError{Field: "events", Message: fmt.Sprintf("unknown event type %q; use one of %v", t, EventTypes)})
 		}
+	}
+	if !slices.Contains(Orderings, e.Ordering) {
+		errs = append(errs, FieldError{Field: "ordering", Message: fmt.Sprintf("must be one of %q", Orderings)})
 	}
 	if e.RetryMax < 1 || e.RetryMax > MaxRetryMax {
 		errs = append(errs, FieldError{Field: "retry_max", Message: fmt.Sprintf("must be between 1 and %d", MaxRetryMax)})
@@ -185,7 +211,7 @@ func (s *Store) validateEndpoint(ctx context.Context, tenantID string, e *Webhoo
 // returns it with its secret in clear.
 func (s *Store) CreateEndpoint(ctx context.Context, tenantID string, in EndpointInput, check URLChecker) (*WebhookEndpoint, string, error) {
 	now := s.now()
-	e := &WebhookEndpoint{ID: NewID(PrefixEndpoint), TenantID: tenantID, RetryMax: DefaultRetryMax, Enabled: true, Events: StringList{}, ModuleIDs: StringList{}, HeaderNames: StringList{}, CreatedAt: now, UpdatedAt: now}
+	e := &WebhookEndpoint{ID: NewID(PrefixEndpoint), TenantID: tenantID, RetryMax: DefaultRetryMax, Enabled: true, Events: StringList{}, ModuleIDs: StringList{}, HeaderNames: StringList{}, Ordering: OrderingNone, CreatedAt: now, UpdatedAt: now}
 	applyEndpointInput(e, in)
 	secret := NewWebhookSecret()
 	if in.Secret != nil {
@@ -242,6 +268,9 @@ func applyEndpointInput(e *WebhookEndpoint, in EndpointInput) {
 	}
 	if in.Filter != nil {
 		e.Filter = EndpointFilter(*in.Filter)
+	}
+	if in.Ordering != nil {
+		e.Ordering = *in.Ordering
 	}
 }
 
@@ -315,7 +344,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 	now := s.now()
 	u := map[string]any{
 		"url": e.URL, "description": e.Description, "events": e.Events, "module_ids": e.ModuleIDs,
-		"retry_max": e.RetryMax, "enabled": e.Enabled, "updated_at": now,
+		"retry_max": e.RetryMax, "enabled": e.Enabled, "ordering": e.Ordering, "updated_at": now,
 	}
 	if in.Headers != nil {
 		u["headers"], u["header_names"] = e.Headers, e.HeaderNames

@@ -1,10 +1,13 @@
 package workflows
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,7 +70,11 @@ const (
 // endpoint that is disabled gets no workflow: the event is recorded as
 // skipped for it instead (a webhook_deliveries row, error
 // endpoint_disabled), for a later recovery to send. An endpoint_disabled
-// event never goes to the endpoint it is about.
+// event never goes to the endpoint it is about. For an endpoint whose
+// ordering is "record" it starts nothing itself: it hands the delivery to
+// the record's sequencer (RecordSequence), which starts it in version
+// order; a record's events that such an endpoint subscribes to are handled
+// one after another, in version order, and none after one that failed.
 //
 // Several dispatchers (one per worker process) share one outbox: each
 // round claims events for a lease (ClaimEvents), so that no two start the
@@ -197,22 +204,28 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 		failed    atomic.Bool
 		ambiguous atomic.Bool
 	)
-	for i := range events {
+	for _, group := range recordGroups(events, d.orderedEvents(ctx, subs, events)) {
 		sem <- struct{}{}
 		if failed.Load() || ctx.Err() != nil {
 			<-sem
 			break
 		}
+		// A record's events go one after another, in version order, and
+		// none after one that failed: a later one is released with the
+		// other unstarted events, so that no endpoint that orders by
+		// record gets it before the earlier one.
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if errs[i] = d.dispatch(ctx, subs, &events[i], eager); errs[i] != nil {
-				failed.Store(true)
-				if answerLost(errs[i]) {
-					ambiguous.Store(true)
+			for _, i := range group {
+				if errs[i] = d.dispatch(ctx, subs, &events[i], eager); errs[i] != nil {
+					failed.Store(true)
+					if answerLost(errs[i]) {
+						ambiguous.Store(true)
+					}
+					return
 				}
-				return
+				done[i] = true
 			}
-			done[i] = true
 		})
 	}
 	wg.Wait()
@@ -238,6 +251,51 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	}
 	d.log().Debug("outbox round", "claimed", len(events), "started", len(marked), "eager", eager, "took", time.Since(began))
 	return len(marked), errors.Join(errs...)
+}
+
+// orderedEvents reports, for each event of a batch, whether an endpoint
+// whose ordering is "record" subscribes to it; when that cannot be read,
+// it says yes: ordering one more record costs a little time, and the
+// event's own dispatch reports the error.
+func (d *Dispatcher) orderedEvents(ctx context.Context, subs *subscriptions, events []models.Event) []bool {
+	out := make([]bool, len(events))
+	for i := range events {
+		eps, err := subs.of(ctx, &events[i])
+		out[i] = err != nil || slices.ContainsFunc(eps, func(ep models.WebhookEndpoint) bool { return ep.Ordered() })
+	}
+	return out
+}
+
+// recordGroups splits a batch into the indexes of each record's events
+// that an ordered endpoint subscribes to (ordered[i]), in (RecordVersion,
+// OccurredAt, ID) order, the groups in the order of their first event in
+// the batch; any other event is a group of its own: a record's events that
+// no endpoint orders start concurrently, as before ordering existed.
+func recordGroups(events []models.Event, ordered []bool) [][]int {
+	var groups [][]int
+	byRecord := map[[2]string]int{}
+	for i := range events {
+		ev := &events[i]
+		if ev.RecordID == "" || !ordered[i] {
+			groups = append(groups, []int{i})
+			continue
+		}
+		key := [2]string{ev.TenantID, ev.RecordID}
+		g, ok := byRecord[key]
+		if !ok {
+			g = len(groups)
+			byRecord[key] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	for _, g := range groups {
+		slices.SortFunc(g, func(a, b int) int {
+			x, y := &events[a], &events[b]
+			return cmp.Or(cmp.Compare(x.RecordVersion, y.RecordVersion), x.OccurredAt.Compare(y.OccurredAt), strings.Compare(x.ID, y.ID))
+		})
+	}
+	return groups
 }
 
 // answerLost tells whether a failed start may have reached Temporal and
@@ -322,6 +380,15 @@ func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *mode
 			// Cannot happen with the store's ids; retrying would not help,
 			// and keeping the event pending would hold up the outbox.
 			d.log().Error("webhook delivery skipped", "event_id", ev.ID, "endpoint_id", enabled[i].ID, "error", err)
+			continue
+		}
+		if enabled[i].Ordered() && ev.RecordID != "" {
+			// The record's sequencer starts the delivery in its turn.
+			if err := signalSequence(ctx, d.Starter, ev, d.TaskQueue, in, startTimeout); err != nil {
+				d.Metrics.started(startFailed)
+				return err
+			}
+			d.Metrics.started(startStarted)
 			continue
 		}
 		id := WorkflowID(ev.ID, enabled[i].ID)

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -105,6 +106,8 @@ type fakeStarter struct {
 	fail func(id string) error
 	// delay is how long a start takes.
 	delay time.Duration
+	// signals are the sequencers' signals.
+	signals []signal
 }
 
 func newFakeStarter() *fakeStarter { return &fakeStarter{started: map[string]bool{}} }
@@ -140,6 +143,40 @@ func (f *fakeStarter) ExecuteWorkflow(ctx context.Context, opts client.StartWork
 		return nil, c.err
 	}
 	return fakeRun{id: opts.ID, runID: "run-" + opts.ID}, nil
+}
+
+// signal is one SignalWithStartWorkflow call that succeeded.
+type signal struct {
+	id string
+	d  SequencedDelivery
+}
+
+// SignalWithStartWorkflow plays a sequencer's signal-with-start: it fails
+// as fail says for the sequencer's id or the delivery's, and records the
+// signal otherwise.
+func (f *fakeStarter) SignalWithStartWorkflow(ctx context.Context, id, name string, arg any, opts client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := arg.(SequencedDelivery)
+	switch {
+	case !ok || name != SequenceSignalName || wf != RecordSequenceWorkflowName || opts.ID != id:
+		return nil, fmt.Errorf("signal %s %T to %v %s", name, arg, wf, opts.ID)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case f.fail != nil && f.fail(id) != nil:
+		return nil, f.fail(id)
+	case f.fail != nil && f.fail(WorkflowID(d.Delivery.EventID, d.Delivery.EndpointID)) != nil:
+		return nil, f.fail(WorkflowID(d.Delivery.EventID, d.Delivery.EndpointID))
+	}
+	f.signals = append(f.signals, signal{id: id, d: d})
+	return fakeRun{id: id, runID: "run-" + id}, nil
+}
+
+// signalled returns the signals made.
+func (f *fakeStarter) signalled() []signal {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.signals)
 }
 
 // starts returns the calls that started a workflow.

@@ -34,6 +34,7 @@ import (
 
 	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
 )
 
 // recordEnv is the environment variable that turns the recorder on.
@@ -70,6 +71,9 @@ type historyCase struct {
 	before bool
 	// resync, when set, makes the case a resync with this input.
 	resync *ResyncInput
+	// sequence, when set, makes the case a RecordSequence's, handed these
+	// deliveries by signal-with-start in this order.
+	sequence []SequencedDelivery
 }
 
 // purgedRows is what the recorded purge activity deletes of each kind.
@@ -163,6 +167,14 @@ func historyCases() []historyCase {
 			in: localLost, attempt: failing, hangAt: 1, settled: true,
 			want: DeliveryOutput{Attempts: 1}, failed: true,
 		},
+		{
+			// Version 3 before 2, 2 failing for good, 1 signalled twice.
+			file: "record_sequence.json", workflowID: SequenceWorkflowID("whe_hist", "rec_hist"),
+			sequence: []SequencedDelivery{
+				{Delivery: in("evt_seq_1", 1), RecordVersion: 1}, {Delivery: in("evt_seq_3", 1), RecordVersion: 3},
+				{Delivery: in("evt_seq_2", 1), RecordVersion: 2}, {Delivery: in("evt_seq_1", 1), RecordVersion: 1},
+			},
+		},
 		{file: "resync_completed.json", workflowID: ResyncWorkflowID("whe_hist", 1), resync: resyncCase("rsy_done")},
 		{file: "resync_stopped.json", workflowID: ResyncWorkflowID("whe_hist", 2), resync: resyncCase("rsy_stopped"), failed: true},
 	}
@@ -207,7 +219,7 @@ func recoveryCase(id string) *RecoveryInput {
 }
 
 // pinnedWorkflowNames are the names registerWorkflows registers.
-var pinnedWorkflowNames = []string{DeliveryWorkflowName, PurgeWorkflowName, RecoveryWorkflowName, ResyncWorkflowName}
+var pinnedWorkflowNames = []string{DeliveryWorkflowName, PurgeWorkflowName, RecoveryWorkflowName, ResyncWorkflowName, RecordSequenceWorkflowName}
 
 // TestReplayRecordedHistories replays every recorded history with the
 // workflow registered as the worker registers it: a non-deterministic
@@ -276,6 +288,15 @@ func TestRecordHistories(t *testing.T) {
 	for _, hc := range cases {
 		byEvent[hc.in.EventID] = hc
 	}
+	for _, hc := range cases {
+		for _, d := range hc.sequence {
+			attempt := succeedingAt(1)
+			if d.Delivery.EventID == "evt_seq_2" {
+				attempt = failing
+			}
+			byEvent[d.Delivery.EventID] = historyCase{in: d.Delivery, attempt: attempt}
+		}
+	}
 	settles := make(chan activities.SettleInput, len(cases))
 	ts.NewWorker(DefaultTaskQueue, func(r worker.Registry) {
 		registerWorkflows(r)
@@ -325,6 +346,8 @@ func TestRecordHistories(t *testing.T) {
 				hist = recordRecovery(t, c, hc)
 			case hc.resync != nil:
 				hist = recordResync(t, c, hc)
+			case hc.sequence != nil:
+				hist = recordSequence(t, c, hc)
 			default:
 				hist = recordDelivery(t, c, hc, settles)
 			}
@@ -452,6 +475,35 @@ func recordResync(t *testing.T, c client.Client, hc historyCase) *historypb.Hist
 		t.Fatalf("resync output %+v, want 4 examined, 3 sent, 1 covered", got)
 	}
 	return history(ctx, t, c, hc.workflowID, run.GetRunID())
+}
+
+// recordSequence hands hc's deliveries to the sequencer as the dispatcher
+// does, waits until every delivery closed, and returns the history of the
+// sequencer's first run.
+func recordSequence(t *testing.T, c client.Client, hc historyCase) *historypb.History {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var first client.WorkflowRun
+	for _, d := range hc.sequence {
+		ev := &models.Event{ID: d.Delivery.EventID, TenantID: d.Delivery.TenantID, RecordID: d.Delivery.RecordID, RecordVersion: d.RecordVersion}
+		if err := signalSequence(ctx, c, ev, DefaultTaskQueue, d.Delivery, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = c.GetWorkflow(ctx, hc.workflowID, "")
+		}
+	}
+	for _, d := range hc.sequence {
+		storetest.Eventually(t, time.Minute, "delivery "+d.Delivery.EventID, func() bool {
+			desc, err := c.DescribeWorkflowExecution(ctx, WorkflowID(d.Delivery.EventID, d.Delivery.EndpointID), "")
+			return err == nil && desc.GetWorkflowExecutionInfo().GetCloseTime() != nil
+		})
+	}
+	if err := c.GetWorkflow(ctx, hc.workflowID, first.GetRunID()).Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	return history(ctx, t, c, hc.workflowID, first.GetRunID())
 }
 
 // history returns a workflow run's whole history.

@@ -53,6 +53,8 @@ var payloadTypes = []struct {
 	{"FinishResyncInput", activities.FinishResyncInput{}, []string{"error", "progress", "resync_id", "status"}},
 	{"ResyncProgress", models.ResyncProgress{}, []string{"covered", "examined", "sent"}},
 	{"ResyncCursor", models.ResyncCursor{}, []string{"module_id", "record_id"}},
+	{"RecordSequenceInput", RecordSequenceInput{}, []string{"endpoint_id", "queue", "record_id", "tenant_id"}},
+	{"SequencedDelivery", SequencedDelivery{}, []string{"delivery", "record_version"}},
 }
 
 func TestPayloadJSONNames(t *testing.T) {
@@ -157,6 +159,8 @@ func TestRecordedPayloadNames(t *testing.T) {
 		PurgeWorkflowName:    {"PurgeWorkflowInput", "PurgeWorkflowOutput"},
 		RecoveryWorkflowName: {"RecoveryInput", "RecoveryOutput"},
 		ResyncWorkflowName:   {"ResyncInput", "ResyncOutput"},
+		// A sequencer returns nothing; its signals are SequencedDelivery.
+		RecordSequenceWorkflowName: {"RecordSequenceInput", ""},
 	}
 	activityIO := map[string][2]string{
 		AttemptActivityName:        {"AttemptInput", "AttemptOutput"},

@@ -41,4 +41,5 @@ func registerWorkflows(w worker.WorkflowRegistry) {
 	w.RegisterWorkflowWithOptions(Purge, workflow.RegisterOptions{Name: PurgeWorkflowName})
 	w.RegisterWorkflowWithOptions(Recovery, workflow.RegisterOptions{Name: RecoveryWorkflowName})
 	w.RegisterWorkflowWithOptions(Resync, workflow.RegisterOptions{Name: ResyncWorkflowName})
+	w.RegisterWorkflowWithOptions(RecordSequence, workflow.RegisterOptions{Name: RecordSequenceWorkflowName})
 }

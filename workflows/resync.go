@@ -152,12 +152,20 @@ type Snapshots struct {
 var _ activities.SnapshotStarter = (*Snapshots)(nil)
 
 // StartSnapshot starts the delivery of the snapshot event ev to ep, as the
-// execution WorkflowID(event, endpoint) like any event's delivery. An
-// execution of that id that exists already counts as started.
+// execution WorkflowID(event, endpoint) like any event's delivery, or, for
+// an endpoint whose ordering is "record", hands it to the record's
+// sequencer, which starts that execution in its turn. An execution of that
+// id that exists already counts as started.
 func (s *Snapshots) StartSnapshot(ctx context.Context, ev *models.Event, ep *models.WebhookEndpoint) error {
 	in, err := deliveryInput(ev, ep, s.Policy, "")
 	if err != nil {
 		return err
+	}
+	if ep.Ordered() {
+		// Through the record's sequencer, in version order with its live
+		// events; one that a later live event overtakes there is not sent
+		// (superseded: see activities.Deliverer).
+		return signalSequence(ctx, s.Starter, ev, s.TaskQueue, in, snapshotStartTimeout)
 	}
 	id := WorkflowID(ev.ID, ep.ID)
 	// A longer bound than a live start's: a start that times out fails

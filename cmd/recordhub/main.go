@@ -34,6 +34,9 @@ commands:
   recordhub webhooks resync ENDPOINT_ID [--wait] [--api URL] [--json]
                                       send every current record of the endpoint's modules as a
                                       record_snapshot event, then its live events carry on
+  recordhub webhooks update ENDPOINT_ID --ordering none|record [--api URL] [--json]
+                                      change an endpoint's settings through the API (ordering:
+                                      each record's events in the order of its versions)
   recordhub webhooks listen [--port N] [--secret S] [--status CODE]
                                       run a local receiver on 127.0.0.1 that prints and verifies deliveries
   recordhub healthcheck URL           exit 0 when URL answers 200 (for container health checks)
@@ -174,6 +177,9 @@ commands:
   recordhub webhooks resync ENDPOINT_ID [--wait] [--api URL] [--json]
                                       send every current record of the endpoint's modules as a
                                       record_snapshot event, then its live events carry on
+  recordhub webhooks update ENDPOINT_ID --ordering none|record [--api URL] [--json]
+                                      change an endpoint's settings through the API (ordering:
+                                      each record's events in the order of its versions)
   recordhub webhooks listen [--port N] [--secret S] [--status CODE]
                                       run a local receiver on 127.0.0.1 that prints and verifies deliveries
 

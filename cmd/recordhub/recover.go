@@ -73,6 +73,7 @@ func webhooksCommand(ctx context.Context, args []string, lookupEnv func(string) 
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, webhooksUsage)
 		fmt.Fprintln(stderr, resyncUsage)
+		fmt.Fprintln(stderr, updateUsage)
 		fmt.Fprintln(stderr, listenUsage)
 		return errors.New("no webhooks command given")
 	}
@@ -82,9 +83,12 @@ func webhooksCommand(ctx context.Context, args []string, lookupEnv func(string) 
 		return listenCommand(ctx, args[1:], lookupEnv, stdout, stderr)
 	case "resync":
 		return resyncCommand(ctx, args[1:], lookupEnv, stdout, stderr)
+	case "update":
+		return updateCommand(ctx, args[1:], lookupEnv, stdout, stderr)
 	default:
 		fmt.Fprintln(stderr, webhooksUsage)
 		fmt.Fprintln(stderr, resyncUsage)
+		fmt.Fprintln(stderr, updateUsage)
 		fmt.Fprintln(stderr, listenUsage)
 		return fmt.Errorf("unknown webhooks command %q", args[0])
 	}

@@ -719,6 +719,17 @@ async function run(page) {
     check(Object.keys((await api('GET', path)).filter).length === 0, 'the filter was not removed');
   });
 
+  await step('ordering per record: shown, switched on and off', async () => {
+    const path = `/api/admin/webhook-endpoints/${ENDPOINT_ID}`;
+    await card.locator('[data-testid="endpoint-ordering"][data-ordering="none"]').waitFor();
+    await card.getByTestId('endpoint-ordering-toggle').click();
+    await card.locator('[data-testid="endpoint-ordering"][data-ordering="record"]').waitFor();
+    check((await api('GET', path)).ordering === 'record', 'ordering was not saved');
+    await card.getByTestId('endpoint-ordering-toggle').click();
+    await card.locator('[data-testid="endpoint-ordering"][data-ordering="none"]').waitFor();
+    check((await api('GET', path)).ordering === 'none', 'ordering was not switched off');
+  });
+
   await step('an API error shows its message and request id', async () => {
     await expectingStatus(404, async () => {
       await page.evaluate(() => { location.hash = '#/deliveries/whd_nosuchattempt'; });

@@ -83,6 +83,23 @@ function card(ctx, e) {
       if (ctx.alive()) ctx.reload();
     },
   }, e.enabled ? 'Disable' : 'Enable');
+  // Ordering per record is switched like enabled: one PATCH.
+  const ordered = e.ordering === 'record';
+  const ordering = h('button', {
+    type: 'button', class: 'secondary', 'data-testid': 'endpoint-ordering-toggle',
+    title: ordered ? 'Deliver every event as soon as it is dispatched' : "Deliver each record's events in the order of its versions",
+    onclick: async () => {
+      ordering.disabled = true;
+      try {
+        await request('PATCH', adminPath('webhook-endpoints', e.id), { body: { ordering: ordered ? 'none' : 'record' } });
+      } catch (err) {
+        ordering.disabled = false;
+        if (ctx.alive()) replace(notice, errorBox(err));
+        return;
+      }
+      if (ctx.alive()) ctx.reload();
+    },
+  }, ordered ? 'Unordered' : 'Order per record');
   const recover = h('button', {
     type: 'button', class: 'secondary', 'data-testid': 'endpoint-recover',
     onclick: () => {
@@ -139,7 +156,9 @@ function card(ctx, e) {
       h('code', { class: 'id', 'data-testid': 'endpoint-id' }, e.id), ' · ',
       h('span', { 'data-testid': 'endpoint-events' }, (e.events || []).map((ev) => h('span', { class: 'chip' }, ev))),
       ' · ', modules(e),
-      ' · ', `up to ${e.retry_max} attempt${e.retry_max === 1 ? '' : 's'} a delivery`),
+      ' · ', `up to ${e.retry_max} attempt${e.retry_max === 1 ? '' : 's'} a delivery`,
+      ' · ', h('span', { 'data-testid': 'endpoint-ordering', 'data-ordering': e.ordering || 'none' },
+        ordered ? "each record's events in version order" : 'unordered')),
     headerNames.length ? customHeaders(headerNames) : null,
     filterLine(e),
     h('p', { class: 'health-detail muted', 'data-testid': 'endpoint-health-detail' }, detail.length ? detail.join(' · ') : 'no failures'),
@@ -149,6 +168,7 @@ function card(ctx, e) {
       link(`#/deliveries?endpoint_id=${encodeURIComponent(e.id)}`, 'Deliveries', { class: 'button secondary', 'data-testid': 'endpoint-deliveries' }),
       recover,
       editFilter,
+      ordering,
       resync,
       reveal,
       revealHeaders),

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestUpdateCommand: `webhooks update --ordering` PATCHes the endpoint
+// with exactly that setting and prints what the API answered; a value the
+// API refuses is an error naming its message.
+func TestUpdateCommand(t *testing.T) {
+	fastRecovery(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		if r.Method != http.MethodPatch || r.URL.Path != "/api/admin/webhook-endpoints/whe_1" || json.Unmarshal(b, &body) != nil || len(body) != 1 {
+			t.Errorf("unexpected %s %s %s", r.Method, r.URL.Path, b)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if body["ordering"] != "record" && body["ordering"] != "none" {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			fmt.Fprint(w, `{"error":"validation_failed","message":"ordering: must be one of [\"none\" \"record\"]","request_id":"req_1"}`)
+			return
+		}
+		fmt.Fprintf(w, `{"id":"whe_1","ordering":%q}`, body["ordering"])
+	}))
+	t.Cleanup(srv.Close)
+	env := map[string]string{"RECORDHUB_ADMIN_KEY": testAdminKey, "RECORDHUB_API_URL": srv.URL}
+	stdout, _, err := runWithEnv(context.Background(), env, "webhooks", "update", "whe_1", "--ordering", "record")
+	if err != nil || !strings.Contains(stdout, "endpoint whe_1: ordering record") {
+		t.Fatalf("update: %v\n%s", err, stdout)
+	}
+	if _, _, err := runWithEnv(context.Background(), env, "webhooks", "update", "whe_1", "--ordering", "fifo"); err == nil || !strings.Contains(err.Error(), "ordering") {
+		t.Fatalf("a refused value: %v, want the API's message", err)
+	}
+	if _, _, err := runWithEnv(context.Background(), env, "webhooks", "update", "whe_1"); err == nil {
+		t.Fatal("nothing to change: no error")
+	}
+}

@@ -1,0 +1,94 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
+)
+
+// TestDispatcherOrdered: for an endpoint whose ordering is "record", a
+// batch's events of one record are handed to the record's sequencer in
+// version order, one after another; after a failed signal the record's
+// later events are not signalled and stay pending (released), while
+// another record's and the unordered endpoint's go on.
+func TestDispatcherOrdered(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			f := newFixture(t, d)
+			ordering := models.OrderingRecord
+			events := []string{models.EventRecordCreated, models.EventRecordUpdated}
+			ordered, err := f.store.UpdateEndpoint(ctx, f.tenantID, f.endpoint(t, 3, events...).ID, models.EndpointInput{Ordering: &ordering}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := f.record(t)
+			var a []*models.Event
+			a = append(a, ev)
+			for i := range 3 {
+				if _, _, err := f.store.UpdateRecord(ctx, f.module, ev.RecordID, models.RecordPatch{Fields: map[string]any{"title": fmt.Sprint(i)}}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			other := f.record(t)
+			pending := f.pending(t)
+			for i := range pending {
+				if pending[i].RecordID == ev.RecordID && pending[i].RecordVersion > 1 {
+					a = append(a, &pending[i])
+				}
+			}
+			if len(a) != 4 {
+				t.Fatalf("%d events of the record, want 4", len(a))
+			}
+			starter := newFakeStarter()
+			// Version 3's signal fails: 4 must not be signalled.
+			starter.setFail(func(id string) error {
+				if id == WorkflowID(a[2].ID, ordered.ID) {
+					return errUnavailable
+				}
+				return nil
+			})
+			disp := newDispatcher(f, starter)
+			disp.BatchSize = 100
+			if _, err := disp.DispatchOnce(ctx); err == nil {
+				t.Fatal("a round with a failed signal answered no error")
+			}
+			var got []string
+			for _, s := range starter.signalled() {
+				if s.id != SequenceWorkflowID(ordered.ID, s.d.Delivery.RecordID) {
+					t.Errorf("signal to %s for record %s", s.id, s.d.Delivery.RecordID)
+				}
+				got = append(got, fmt.Sprintf("%s v%d", s.d.Delivery.EventID, s.d.RecordVersion))
+			}
+			want := []string{fmt.Sprintf("%s v1", a[0].ID), fmt.Sprintf("%s v2", a[1].ID), fmt.Sprintf("%s v1", other.ID)}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("signals %v, want %v", got, want)
+			}
+			var left []string
+			for _, p := range f.pending(t) {
+				left = append(left, p.ID)
+				if p.ClaimedBy != nil {
+					t.Errorf("event %s still claimed", p.ID)
+				}
+			}
+			if !slices.Equal(left, []string{a[2].ID, a[3].ID}) {
+				t.Errorf("pending %v, want versions 3 and 4 %v", left, []string{a[2].ID, a[3].ID})
+			}
+			// The next round goes on from version 3.
+			starter.setFail(nil)
+			if _, err := disp.DispatchOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s := starter.signalled()
+			if n := len(s); n != 5 || s[3].d.RecordVersion != 3 || s[4].d.RecordVersion != 4 {
+				t.Errorf("signals after the second round: %+v", s)
+			}
+		})
+	}
+}
