@@ -166,10 +166,12 @@ func TestResyncEndToEnd(t *testing.T) {
 	records := resyncRecords(t)
 	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) {
+			// Both at once, each with a server of its own: the run is
+			// bound by the servers' latency more than by the CPU, and
+			// the two take little more time than one.
+			t.Parallel()
 			ctx := t.Context()
 			store := storetest.Open(t, d)
-			// A server of its own per dialect: each run starts from an
-			// empty Temporal database.
 			c := embeddedTemporal(t)
 			queue := "resync-" + string(d)
 			policy := RetryPolicy{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second}

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,11 +62,15 @@ func (s *timedStarter) ExecuteWorkflow(ctx context.Context, o client.StartWorkfl
 // TestResyncRate measures, on one in-process Temporal server and SQLite,
 // the rate of a resync (records whose snapshot reached the receiver per
 // second) against the rate of live deliveries of the same server: a burst
-// of creates through the outbox before the resync and one after it. It is
-// a measurement, not a check: run it with RECORDHUB_RESYNC_MEASURE=1 (and
-// RECORDHUB_RESYNC_RECORDS=10000); RECORDHUB_RESYNC_TEMPORAL=memory runs
-// it on the test server with its database in memory instead of the
-// embedded one.
+// of creates through the outbox before the resync and one after it. For
+// each phase it reports the process's CPU time per delivery (server,
+// worker and store are all in it), steadier than a rate on a shared
+// machine, and how long the starts took. It is a measurement, not a check:
+// run it with RECORDHUB_RESYNC_MEASURE=1 (and RECORDHUB_RESYNC_RECORDS=10000).
+// RECORDHUB_RESYNC_TEMPORAL=memory runs it on the test server with its
+// database in memory instead of the embedded one; RECORDHUB_RESYNC_EAGER=0
+// starts the snapshots without eager start; RECORDHUB_RESYNC_PROFILE=dir
+// writes a CPU profile of each phase there.
 func TestResyncRate(t *testing.T) {
 	if os.Getenv("RECORDHUB_RESYNC_MEASURE") != "1" {
 		t.Skip("a measurement: set RECORDHUB_RESYNC_MEASURE=1")
@@ -169,7 +175,25 @@ func TestResyncRate(t *testing.T) {
 		})
 		return phase{burst, time.Since(began), cpuTime() - cpu0, time.Duration(liveStarts.ns.Load() - st0)}
 	}
+	// Profiles: live-before.prof, resync.prof, live-after.prof.
+	profile := func(name string) func() {
+		dir := os.Getenv("RECORDHUB_RESYNC_PROFILE")
+		if dir == "" {
+			return func() {}
+		}
+		f, err := os.Create(filepath.Join(dir, name+".prof"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		return func() { pprof.StopCPUProfile(); f.Close() }
+	}
+	stopProfile := profile("live-before")
 	before := liveBurst()
+	stopProfile()
+	stopProfile = profile("resync")
 
 	began, cpu0, st0 := time.Now(), cpuTime(), snapStarts.ns.Load()
 	rs, err := (&Resyncs{Starter: c, Store: store, TaskQueue: queue}).Start(ctx, tenant.ID, ep.ID)
@@ -187,11 +211,14 @@ func TestResyncRate(t *testing.T) {
 		return int(n), int(n) >= want
 	})
 	resync := phase{want, time.Since(began), cpuTime() - cpu0, time.Duration(snapStarts.ns.Load() - st0)}
+	stopProfile()
 	storetest.Eventually(t, 10*time.Minute, "the resync to end", func() bool {
 		cur, err := store.GetResync(ctx, tenant.ID, ep.ID, rs.ID)
 		return err == nil && cur.Status != models.ResyncRunning
 	})
+	stopProfile = profile("live-after")
 	after := liveBurst()
+	stopProfile()
 	liveRate := (rate(before) + rate(after)) / 2
 	t.Logf("live before: %d deliveries in %s = %.1f/s, %s CPU each; %s", before.n, before.took.Round(time.Millisecond), rate(before), cpuPer(before).Round(time.Microsecond), startStats(before))
 	t.Logf("resync:      %d records in %s = %.1f/s, %s CPU each; %s", resync.n, resync.took.Round(time.Millisecond), rate(resync), cpuPer(resync).Round(time.Microsecond), startStats(resync))
