@@ -2,33 +2,86 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/recordhub/recordhub/activities"
+	"github.com/recordhub/recordhub/cmd/recordhub/devtemporal"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
 
+// embeddedTemporal starts the Temporal server recordhub embeds (its
+// database a file, as `recordhub serve` keeps it) in this process and
+// returns a client of it with recordhub's search attributes registered.
+func embeddedTemporal(tb testing.TB) client.Client {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs an in-process Temporal server; skipped by -short")
+	}
+	srv, err := devtemporal.Start(tb.Context(), devtemporal.Config{DataDir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = srv.Stop() })
+	c, err := client.Dial(client.Options{HostPort: srv.Address(), Namespace: devtemporal.DefaultNamespace, Logger: quietLogger(tb)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Close)
+	if err := RegisterSearchAttributes(tb.Context(), c, devtemporal.DefaultNamespace); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// timedStarter counts the starts through it and adds up their time: the
+// time over the wall time is how many starts were under way on average.
+type timedStarter struct {
+	Starter
+	n, ns atomic.Int64
+}
+
+func (s *timedStarter) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	began := time.Now()
+	defer func() { s.n.Add(1); s.ns.Add(int64(time.Since(began))) }()
+	return s.Starter.ExecuteWorkflow(ctx, o, wf, args...)
+}
+
 // TestResyncRate measures, on one in-process Temporal server and SQLite,
 // the rate of a resync (records whose snapshot reached the receiver per
-// second) against the rate of live deliveries of the same server (a burst
-// of creates through the outbox). It is a measurement, not a check: run it
-// with RECORDHUB_RESYNC_MEASURE=1 (and RECORDHUB_RESYNC_RECORDS=10000);
-// RECORDHUB_RESYNC_EAGER=0 starts the snapshots without eager start.
+// second) against the rate of live deliveries of the same server: a burst
+// of creates through the outbox before the resync and one after it. For
+// each phase it reports the process's CPU time per delivery (server,
+// worker and store are all in it), steadier than a rate on a shared
+// machine, and how long the starts took. It is a measurement, not a check:
+// run it with RECORDHUB_RESYNC_MEASURE=1 (and RECORDHUB_RESYNC_RECORDS=10000).
+// RECORDHUB_RESYNC_TEMPORAL=memory runs it on the test server with its
+// database in memory instead of the embedded one; RECORDHUB_RESYNC_EAGER=0
+// starts the snapshots without eager start; RECORDHUB_RESYNC_PROFILE=dir
+// writes a CPU profile of each phase there.
 func TestResyncRate(t *testing.T) {
 	if os.Getenv("RECORDHUB_RESYNC_MEASURE") != "1" {
 		t.Skip("a measurement: set RECORDHUB_RESYNC_MEASURE=1")
 	}
 	records := resyncRecords(t)
-	c := recoveryTemporal(t)
+	var c client.Client
+	if os.Getenv("RECORDHUB_RESYNC_TEMPORAL") == "memory" {
+		c = recoveryTemporal(t)
+	} else {
+		c = embeddedTemporal(t)
+	}
 	ctx := t.Context()
 	store := storetest.Open(t, models.SQLite)
 	queue := "resync-rate"
@@ -85,55 +138,90 @@ func TestResyncRate(t *testing.T) {
 	}
 	w := worker.New(c, queue, worker.Options{MaxConcurrentWorkflowTaskPollers: 32, MaxConcurrentActivityTaskPollers: 8})
 	Register(w, deliver)
-	RegisterResync(w, activities.NewResyncer(store, &Snapshots{Starter: c, Policy: policy, TaskQueue: queue, Eager: os.Getenv("RECORDHUB_RESYNC_EAGER") != "0"}, 0, nil))
+	liveStarts, snapStarts := &timedStarter{Starter: c}, &timedStarter{Starter: c}
+	RegisterResync(w, activities.NewResyncer(store, &Snapshots{Starter: snapStarts, Policy: policy, TaskQueue: queue, Eager: os.Getenv("RECORDHUB_RESYNC_EAGER") != "0"}, 0, nil))
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
 	dctx, stop := context.WithCancel(ctx)
-	disp := &Dispatcher{Store: store, Starter: c, Policy: policy, TaskQueue: queue, PollInterval: 50 * time.Millisecond}
+	disp := &Dispatcher{Store: store, Starter: liveStarts, Policy: policy, TaskQueue: queue, PollInterval: 50 * time.Millisecond}
 	done := make(chan struct{})
 	go func() { defer close(done); disp.Run(dctx) }()
 	defer func() { stop(); <-done }()
 
+	type phase struct {
+		n      int
+		took   time.Duration
+		cpu    time.Duration
+		starts time.Duration
+	}
+	rate := func(p phase) float64 { return float64(p.n) / p.took.Seconds() }
+	cpuPer := func(p phase) time.Duration { return p.cpu / time.Duration(p.n) }
+	startStats := func(p phase) string {
+		return fmt.Sprintf("starts %s each, %.1f under way", (p.starts / time.Duration(p.n)).Round(time.Millisecond), p.starts.Seconds()/p.took.Seconds())
+	}
 	burst := min(records, 2000)
-	began := time.Now()
-	for i := range burst {
-		if _, err := store.CreateRecord(ctx, mod, map[string]any{"n": -i}, nil); err != nil {
+	liveBurst := func() phase {
+		began, cpu0, from, st0 := time.Now(), cpuTime(), int(live.Load()), liveStarts.ns.Load()
+		for i := range burst {
+			if _, err := store.CreateRecord(ctx, mod, map[string]any{"n": -i}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		storetest.WhileProgressing(t, time.Minute, "the live burst to arrive", func() (int, bool) {
+			n := int(live.Load()) - from
+			return n, n >= burst
+		})
+		return phase{burst, time.Since(began), cpuTime() - cpu0, time.Duration(liveStarts.ns.Load() - st0)}
+	}
+	// Profiles: live-before.prof, resync.prof, live-after.prof.
+	profile := func(name string) func() {
+		dir := os.Getenv("RECORDHUB_RESYNC_PROFILE")
+		if dir == "" {
+			return func() {}
+		}
+		f, err := os.Create(filepath.Join(dir, name+".prof"))
+		if err != nil {
 			t.Fatal(err)
 		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		return func() { pprof.StopCPUProfile(); f.Close() }
 	}
-	storetest.WhileProgressing(t, time.Minute, "the live burst to arrive", func() (int, bool) {
-		n := int(live.Load())
-		return n, n >= burst
-	})
-	liveTook := time.Since(began)
+	stopProfile := profile("live-before")
+	before := liveBurst()
+	stopProfile()
+	stopProfile = profile("resync")
 
-	began = time.Now()
+	began, cpu0, st0 := time.Now(), cpuTime(), snapStarts.ns.Load()
 	rs, err := (&Resyncs{Starter: c, Store: store, TaskQueue: queue}).Start(ctx, tenant.ID, ep.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wfTook time.Duration
+	want := records + burst
+	lastLog, lastSnaps := time.Now(), int64(0)
 	storetest.WhileProgressing(t, time.Minute, "every snapshot to arrive", func() (int, bool) {
-		if wfTook == 0 {
-			if cur, err := store.GetResync(ctx, tenant.ID, ep.ID, rs.ID); err == nil && cur.Status != models.ResyncRunning {
-				wfTook = time.Since(began)
-			}
+		n := snaps.Load()
+		if time.Since(lastLog) > 10*time.Second {
+			t.Logf("  resync after %s: %d snapshots delivered (%.1f/s)", time.Since(began).Round(time.Second), n, float64(n-lastSnaps)/time.Since(lastLog).Seconds())
+			lastLog, lastSnaps = time.Now(), n
 		}
-		n := int(snaps.Load())
-		return n, n >= records+burst
+		return int(n), int(n) >= want
 	})
-	took := time.Since(began)
+	resync := phase{want, time.Since(began), cpuTime() - cpu0, time.Duration(snapStarts.ns.Load() - st0)}
+	stopProfile()
 	storetest.Eventually(t, 10*time.Minute, "the resync to end", func() bool {
 		cur, err := store.GetResync(ctx, tenant.ID, ep.ID, rs.ID)
 		return err == nil && cur.Status != models.ResyncRunning
 	})
-	if wfTook == 0 {
-		wfTook = time.Since(began)
-	}
-	t.Logf("live: %d deliveries in %s = %.1f/s", burst, liveTook.Round(time.Millisecond), float64(burst)/liveTook.Seconds())
-	t.Logf("resync: %d records, workflow done in %s, every snapshot delivered in %s = %.1f records/s (%.2f× the live rate)",
-		records+burst, wfTook.Round(time.Millisecond), took.Round(time.Millisecond), float64(records+burst)/took.Seconds(),
-		(float64(records+burst)/took.Seconds())/(float64(burst)/liveTook.Seconds()))
+	stopProfile = profile("live-after")
+	after := liveBurst()
+	stopProfile()
+	liveRate := (rate(before) + rate(after)) / 2
+	t.Logf("live before: %d deliveries in %s = %.1f/s, %s CPU each; %s", before.n, before.took.Round(time.Millisecond), rate(before), cpuPer(before).Round(time.Microsecond), startStats(before))
+	t.Logf("resync:      %d records in %s = %.1f/s, %s CPU each; %s", resync.n, resync.took.Round(time.Millisecond), rate(resync), cpuPer(resync).Round(time.Microsecond), startStats(resync))
+	t.Logf("live after:  %d deliveries in %s = %.1f/s, %s CPU each; %s", after.n, after.took.Round(time.Millisecond), rate(after), cpuPer(after).Round(time.Microsecond), startStats(after))
+	t.Logf("resync rate %.2f× the live rate around it (%.2f× before, %.2f× after)", rate(resync)/liveRate, rate(resync)/rate(before), rate(resync)/rate(after))
 }
