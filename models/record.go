@@ -400,7 +400,7 @@ func (s *Store) patchRecordTx(tx *gorm.DB, m *Module, r *Record, patch RecordPat
 	if reflect.DeepEqual(fields, newFields) && reflect.DeepEqual(custom, newCustom) {
 		return false, nil
 	}
-	now := s.now()
+	now := changeTime(s.now(), r)
 	res := tx.Model(&Record{}).Where("id = ? AND version = ?", r.ID, r.Version).Updates(map[string]any{
 		"fields": JSONObject(newFields), "custom_data": JSONObject(newCustom),
 		"version": r.Version + 1, "updated_at": now,
@@ -420,6 +420,20 @@ func (s *Store) patchRecordTx(tx *gorm.DB, m *Module, r *Record, patch RecordPat
 	return true, s.insertEvents(tx, events)
 }
 
+// changeTime is the time of a change to r: now, or just after r's last
+// change when now is not later (the writers' clocks disagree: API replicas
+// on several hosts). So a record's changes, and their events, are timed in
+// version order, which the outbox relies on: it hands a tenant's events out
+// oldest first, and a record's event only after its earlier ones
+// (ClaimEvents), so an event timed before an earlier version's could hold
+// up its tenant's claims.
+func changeTime(now time.Time, r *Record) time.Time {
+	if !now.After(r.UpdatedAt) {
+		return r.UpdatedAt.Add(time.Microsecond)
+	}
+	return now
+}
+
 // DeleteRecord deletes a record and returns it as it was.
 func (s *Store) DeleteRecord(ctx context.Context, m *Module, id string) (*Record, error) {
 	var r Record
@@ -430,7 +444,7 @@ func (s *Store) DeleteRecord(ctx context.Context, m *Module, id string) (*Record
 		if err := tx.Where("id = ?", id).Delete(&Record{}).Error; err != nil {
 			return fmt.Errorf("delete record: %w", err)
 		}
-		events, err := recordEvents(m, &r, nil, s.now())
+		events, err := recordEvents(m, &r, nil, changeTime(s.now(), &r))
 		if err != nil {
 			return err
 		}

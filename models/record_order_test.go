@@ -124,6 +124,61 @@ func TestClaimEventsRecordOrder(t *testing.T) {
 	})
 }
 
+// TestRecordChangesTimedInVersionOrder: a writer whose clock is behind the
+// last change's (another API host) still times its change, and its events,
+// after it; so a dispatcher claiming one event at a time meets a record's
+// events in version order and is never handed only an event held back
+// behind an earlier one it cannot reach.
+func TestRecordChangesTimedInVersionOrder(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d models.Dialect) {
+		ctx := context.Background()
+		var mu sync.Mutex
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		setClock := func(t time.Time) { mu.Lock(); now = t; mu.Unlock() }
+		s := storetest.OpenWithClock(t, d, clock)
+		o := newOutboxTenant(t, s, "t")
+		start := clock()
+		r, err := s.CreateRecord(ctx, o.module, map[string]any{"title": "v1"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same instant, then clocks an hour and two hours behind.
+		for i, at := range []time.Time{start, start.Add(-time.Hour), start.Add(-2 * time.Hour)} {
+			setClock(at)
+			if _, _, err := s.UpdateRecord(ctx, o.module, r.ID, models.RecordPatch{Fields: map[string]any{"title": fmt.Sprint("v", i+2)}}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setClock(start.Add(-3 * time.Hour))
+		if _, err := s.DeleteRecord(ctx, o.module, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		var last time.Time
+		for range 10 {
+			evs, err := s.ClaimEvents(ctx, models.Claim{Owner: "a", Limit: 1, Lease: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) == 0 {
+				break
+			}
+			if !evs[0].OccurredAt.After(last) {
+				t.Errorf("version %d timed %s, not after the previous event's %s", evs[0].RecordVersion, evs[0].OccurredAt, last)
+			}
+			last = evs[0].OccurredAt
+			got = append(got, evs[0].RecordVersion)
+			if err := s.MarkDispatched(ctx, ids(evs)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want := []int64{1, 2, 3, 4, 5}; !slices.Equal(got, want) {
+			t.Fatalf("claimed one at a time: versions %v, want %v", got, want)
+		}
+	})
+}
+
 // TestClaimEventsRecordOrderConcurrent: dispatchers claiming concurrently
 // in small batches never get an event of a record before every earlier one
 // was dispatched or is in their own batch, and together dispatch all.
