@@ -229,10 +229,13 @@ func (s *Store) ListRecords(ctx context.Context, m *Module, q RecordQuery) ([]Re
 	if err := rows.Err(); err != nil {
 		return nil, 0, fmt.Errorf("list records: %w", err)
 	}
-	if len(records) > 0 {
+	if len(records) > 0 || q.Page.Offset() == 0 {
+		// An empty first page is its own answer: nothing matched. A
+		// second statement could count a record committed in between,
+		// and answer a total of 1 beside no data.
 		return records, total, nil
 	}
-	// An empty page (past the end, or nothing matches) carries no total.
+	// An empty page past the end carries no total.
 	countQuery, countArgs := counted, []any{m.ID}
 	if len(q.Filters) > 0 {
 		countQuery, countArgs = "SELECT COUNT(*) FROM records WHERE "+where, args

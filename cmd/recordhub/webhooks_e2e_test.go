@@ -199,8 +199,8 @@ func TestWebhooksEndToEnd(t *testing.T) {
 			var mirrored map[string]any
 			storetest.Eventually(t, 30*time.Second, "the mirror record", func() bool {
 				st, m := call(t, "GET", base+"/api/modules/"+mirrorID+"/records?filter[source_id]="+src["id"].(string), key, "")
-				if st == 200 && m["total"].(float64) == 1 {
-					mirrored = m["data"].([]any)[0].(map[string]any)
+				if data, _ := m["data"].([]any); st == 200 && len(data) == 1 {
+					mirrored = data[0].(map[string]any)
 				}
 				return mirrored != nil
 			})
