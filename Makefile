@@ -14,8 +14,8 @@ test: ## run every test; PostgreSQL and Redis tests skip when those are absent
 	@# cache; compile it first, outside the tests' timeout (seconds when cached).
 	$(GO) build go.temporal.io/server/cmd/server go.temporal.io/server/cmd/tools/sql
 	@# -timeout is a hang guard per package, not a speed target: the
-	@# workflows package takes about 5.5 minutes on an idle 2-core machine
-	@# (the 10,000-record resyncs), two or three times that on a busy one.
+	@# workflows package takes 5.5 to 8 minutes on an idle 2-core machine
+	@# (the 10,000-record resyncs), about 10 with both cores busy.
 	$(GO) test -count=1 -timeout 30m ./...
 
 test-short: ## the fast loop: skips every test that needs Temporal, PostgreSQL, Redis, Node or a browser
