@@ -299,12 +299,7 @@ func (s *Store) ResyncPage(ctx context.Context, q ResyncPageQuery) ([]ResyncCand
 	if err != nil {
 		return nil, err
 	}
-	var live []string
-	for _, t := range q.Endpoint.Events {
-		if t != EventRecordSnapshot && t != EventEndpointDisabled {
-			live = append(live, t)
-		}
-	}
+	live := q.Endpoint.liveRecordEvents()
 	covered := "FALSE"
 	var coveredArgs []any
 	if len(live) > 0 {
@@ -423,6 +418,19 @@ func (s *Store) SaveSnapshots(ctx context.Context, events []Event) error {
 	return nil
 }
 
+// liveRecordEvents are the record event types e takes that the outbox
+// writes as records change: its events without record_snapshot and
+// endpoint_disabled. A resync judges a record covered by these.
+func (e *WebhookEndpoint) liveRecordEvents() []string {
+	var live []string
+	for _, t := range e.Events {
+		if t != EventRecordSnapshot && t != EventEndpointDisabled {
+			live = append(live, t)
+		}
+	}
+	return live
+}
+
 // SubscribesSnapshots reports whether e takes record_snapshot events.
 func (e *WebhookEndpoint) SubscribesSnapshots() bool {
 	return slices.Contains(e.Events, EventRecordSnapshot)
@@ -448,12 +456,7 @@ func (s *Store) SnapshotSuperseded(ctx context.Context, ev *Event, ep *WebhookEn
 	if err := s.r.WithContext(ctx).Where("tenant_id = ? AND id = ?", ev.TenantID, body.Resync.ID).Take(&rs).Error; err != nil {
 		return false, notFoundOr(err, "load the snapshot's resync")
 	}
-	var live []string
-	for _, t := range ep.Events {
-		if t != EventRecordSnapshot && t != EventEndpointDisabled {
-			live = append(live, t)
-		}
-	}
+	live := ep.liveRecordEvents()
 	if len(live) == 0 {
 		return false, nil
 	}

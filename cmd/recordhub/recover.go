@@ -31,6 +31,17 @@ const (
 	adminKeyEnv = "RECORDHUB_ADMIN_KEY"
 )
 
+// newAdminClient is the API client of the commands that act as an admin
+// (recover, resync, update), with the key from RECORDHUB_ADMIN_KEY: never
+// a flag, so that it stays out of ps.
+func newAdminClient(api string, lookupEnv func(string) (string, bool)) (*recoveryClient, error) {
+	key, _ := lookupEnv(adminKeyEnv)
+	if key = strings.TrimSpace(key); key == "" {
+		return nil, fmt.Errorf("%s is not set: export an admin key of the endpoint's tenant (it is never taken as a flag, so it stays out of ps)", adminKeyEnv)
+	}
+	return &recoveryClient{base: api, key: key, http: &http.Client{Timeout: recoverTiming.requestTimeout}}, nil
+}
+
 // recoverTiming paces the recover command; tests shorten it, or note the
 // waits it asks for instead of waiting.
 var recoverTiming = struct {
@@ -96,11 +107,10 @@ func webhooksCommand(ctx context.Context, args []string, lookupEnv func(string) 
 	if err != nil {
 		return err
 	}
-	key, _ := lookupEnv(adminKeyEnv)
-	if key = strings.TrimSpace(key); key == "" {
-		return fmt.Errorf("%s is not set: export an admin key of the endpoint's tenant (it is never taken as a flag, so it stays out of ps)", adminKeyEnv)
+	c, err := newAdminClient(opts.api, lookupEnv)
+	if err != nil {
+		return err
 	}
-	c := &recoveryClient{base: opts.api, key: key, http: &http.Client{Timeout: recoverTiming.requestTimeout}}
 	return recoverEndpoint(ctx, c, opts, stdout, stderr)
 }
 

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 )
 
 // The resync command is, like recover, a client of the HTTP API.
@@ -65,11 +64,10 @@ func resyncCommand(ctx context.Context, args []string, lookupEnv func(string) (s
 	if err != nil {
 		return err
 	}
-	key, _ := lookupEnv(adminKeyEnv)
-	if key = strings.TrimSpace(key); key == "" {
-		return fmt.Errorf("%s is not set: export an admin key of the endpoint's tenant (it is never taken as a flag, so it stays out of ps)", adminKeyEnv)
+	c, err := newAdminClient(opts.api, lookupEnv)
+	if err != nil {
+		return err
 	}
-	c := &recoveryClient{base: opts.api, key: key, http: &http.Client{Timeout: recoverTiming.requestTimeout}}
 	return resyncEndpoint(ctx, c, opts, stdout, stderr)
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 )
 
 // The update command is, like recover and resync, a client of the HTTP
@@ -53,11 +52,10 @@ func updateCommand(ctx context.Context, args []string, lookupEnv func(string) (s
 	if err != nil {
 		return err
 	}
-	key, _ := lookupEnv(adminKeyEnv)
-	if key = strings.TrimSpace(key); key == "" {
-		return fmt.Errorf("%s is not set: export an admin key of the endpoint's tenant (it is never taken as a flag, so it stays out of ps)", adminKeyEnv)
+	c, err := newAdminClient(opts.api, lookupEnv)
+	if err != nil {
+		return err
 	}
-	c := &recoveryClient{base: opts.api, key: key, http: &http.Client{Timeout: recoverTiming.requestTimeout}}
 	body, err := json.Marshal(map[string]string{"ordering": opts.ordering})
 	if err != nil {
 		return err
