@@ -183,18 +183,19 @@ func retryMax(n int) int {
 	return n
 }
 
-// localFirstVersion is the workflow.GetVersion change id of the first
-// attempt made as a local activity. Executions started before it make
-// every attempt an activity attempt, and replay so.
+// localFirstVersion is VersionedDelivery's workflow.GetVersion change id
+// of the first attempt made as a local activity. Executions started before
+// it make every attempt an activity attempt, and replay so.
 const localFirstVersion = "local-first-attempt"
 
 // firstWorkflowTaskLength is the history length in an execution's first
 // workflow task: started, task scheduled, task started.
 const firstWorkflowTaskLength = 3
 
-// Delivery delivers one event to one endpoint: up to in.RetryMax attempts
+// WebhookDelivery delivers one event to one endpoint: up to in.RetryMax attempts
 // on the schedule of in.Policy, each attempt writing its
-// webhook_deliveries row.
+// webhook_deliveries row. It is registered as DeliveryWorkflowName, which
+// every delivery starts as.
 //
 // The first attempt runs as a local activity, inside the workflow task
 // that starts the execution: most deliveries succeed at once, and then
@@ -206,16 +207,48 @@ const firstWorkflowTaskLength = 3
 // with the attempt activity, whose retry policy continues the same
 // schedule for the attempts that are left: attempts 2 and later are
 // activity attempts, each with its number and failure in the Temporal UI.
-func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, error) {
+//
+// It has no workflow.GetVersion branch: a workflow type that every
+// execution has run the same code since its first start needs none, and a
+// new execution is then the same six history events as a bare workflow
+// whose one step is a local activity. A change to it goes behind
+// GetVersion, as in VersionedDelivery.
+//
+// No Go function of this package is named after another workflow's pinned
+// name: the SDK also finds a workflow by its function's name, so a
+// function named Delivery would take the executions of
+// VersionedDeliveryWorkflowName ("Delivery").
+func WebhookDelivery(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, error) {
+	return deliver(ctx, in, false)
+}
+
+// VersionedDelivery is the delivery workflow of the executions started
+// as VersionedDeliveryWorkflowName before there was WebhookDelivery: the same
+// delivery, its two changes since its first release chosen by
+// workflow.GetVersion, which an execution started before a change
+// answers with workflow.DefaultVersion. Executions started before the
+// local first attempt make every attempt an activity attempt; those
+// started before the settle step fail a lost last attempt without it.
+// New executions of it (from a dispatcher older than WebhookDelivery) take both
+// changes, and pay for each a version marker and a TemporalChangeVersion
+// upsert in their history.
+func VersionedDelivery(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, error) {
+	return deliver(ctx, in, true)
+}
+
+// deliver is WebhookDelivery, and VersionedDelivery when versioned: then each
+// change since the first release is taken only where GetVersion says the
+// execution has it.
+func deliver(ctx workflow.Context, in DeliveryInput, versioned bool) (DeliveryOutput, error) {
 	first := 1
-	if workflow.GetVersion(ctx, localFirstVersion, workflow.DefaultVersion, 1) == 1 {
+	if !versioned || workflow.GetVersion(ctx, localFirstVersion, workflow.DefaultVersion, 1) == 1 {
 		res, err := localAttempt(ctx, in)
 		if err == nil {
 			return succeeded(res), nil
 		}
 		delay, next, more := following(in, err)
 		if !more {
-			return failed(ctx, in, err, next-1)
+			return failed(ctx, in, err, next-1, versioned)
 		}
 		timer := workflow.NewTimerWithOptions(ctx, delay, workflow.TimerOptions{Summary: fmt.Sprintf("until attempt %d", next)})
 		if err := timer.Get(ctx, nil); err != nil {
@@ -237,7 +270,7 @@ func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, error) {
 	if err == nil {
 		return succeeded(res), nil
 	}
-	return failed(ctx, in, err, 0)
+	return failed(ctx, in, err, 0, versioned)
 }
 
 // attemptInput is the attempt activity's input when its first attempt is
@@ -308,8 +341,8 @@ func succeeded(res activities.AttemptOutput) DeliveryOutput {
 // failed ends a delivery whose last attempt failed with err: settled when
 // that attempt was lost, and failed with the DeliveryOutput of that
 // attempt in the error's details. made is the number of attempts made when
-// err cannot tell it (0: unknown).
-func failed(ctx workflow.Context, in DeliveryInput, err error, made int) (DeliveryOutput, error) {
+// err cannot tell it (0: unknown). versioned: as in deliver.
+func failed(ctx workflow.Context, in DeliveryInput, err error, made int, versioned bool) (DeliveryOutput, error) {
 	if temporal.IsCanceledError(err) {
 		return DeliveryOutput{}, err
 	}
@@ -317,8 +350,9 @@ func failed(ctx workflow.Context, in DeliveryInput, err error, made int) (Delive
 	if out.Attempts == 0 {
 		out.Attempts = made
 	}
-	// Executions recorded before the settle step replay without it.
-	if lostAttempt(err) && workflow.GetVersion(ctx, settleLostVersion, workflow.DefaultVersion, 1) == 1 {
+	// VersionedDelivery's executions recorded before the settle step
+	// replay without it.
+	if lostAttempt(err) && (!versioned || workflow.GetVersion(ctx, settleLostVersion, workflow.DefaultVersion, 1) == 1) {
 		settle(ctx, in)
 	}
 	workflow.GetLogger(ctx).Info("Webhook delivery failed", "EventID", in.EventID, "EndpointID", in.EndpointID,
@@ -350,7 +384,8 @@ func lastAttempt(in DeliveryInput, err error) DeliveryOutput {
 	return out
 }
 
-// settleLostVersion is the workflow.GetVersion change id of the settle step.
+// settleLostVersion is VersionedDelivery's workflow.GetVersion change id of
+// the settle step.
 const settleLostVersion = "settle-lost-attempt"
 
 // settleOptions are the settle activity's: a few quick database writes,

@@ -90,21 +90,35 @@ func runDelivery(t *testing.T, in DeliveryInput, attempt attemptFunc) run {
 // settleErr.
 func runDeliverySettling(t *testing.T, in DeliveryInput, attempt attemptFunc, settleErr error) run {
 	t.Helper()
-	return runDeliveryAt(t, in, attempt, settleErr, localFirstLatest)
+	return runDeliveryAt(t, in, attempt, settleErr, current)
 }
 
-// localFirstLatest and localFirstBefore are the versions of the local
-// first attempt runDeliveryAt runs: the new executions' and those started
-// before it.
-const (
-	localFirstLatest = workflow.Version(1)
-	localFirstBefore = workflow.DefaultVersion
+// deliveryKind is a delivery workflow runDeliveryAt runs: by its type, and
+// for VersionedDelivery the version GetVersion gives its local first
+// attempt.
+type deliveryKind struct {
+	name    string
+	version workflow.Version
+}
+
+// The delivery workflows: WebhookDelivery, which every delivery starts as, and
+// VersionedDelivery in executions started with the local first attempt
+// and before it.
+var (
+	current             = deliveryKind{name: DeliveryWorkflowName}
+	versionedLocalFirst = deliveryKind{name: VersionedDeliveryWorkflowName, version: 1}
+	versionedBefore     = deliveryKind{name: VersionedDeliveryWorkflowName, version: workflow.DefaultVersion}
 )
 
-// runDeliveryAt is runDeliverySettling at version of localFirstVersion. The
+// localFirst reports whether k makes its first attempt a local activity.
+func (k deliveryKind) localFirst() bool { return k == current || k.version == 1 }
+
+func (k deliveryKind) String() string { return fmt.Sprintf("%s/version %d", k.name, k.version) }
+
+// runDeliveryAt is runDeliverySettling for the workflow kind. The
 // attempt function gets the delivery attempt number the activity would
 // give the attempt, from its input and Temporal's attempt number.
-func runDeliveryAt(t *testing.T, in DeliveryInput, attempt attemptFunc, settleErr error, version workflow.Version) run {
+func runDeliveryAt(t *testing.T, in DeliveryInput, attempt attemptFunc, settleErr error, kind deliveryKind) run {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(testLogger(t))
@@ -114,8 +128,8 @@ func runDeliveryAt(t *testing.T, in DeliveryInput, attempt attemptFunc, settleEr
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{TaskQueue: testQueue})
 	Register(env, &activities.Deliverer{})
-	if version != localFirstLatest {
-		env.OnGetVersion(localFirstVersion, workflow.DefaultVersion, 1).Return(version)
+	if kind.name == VersionedDeliveryWorkflowName {
+		env.OnGetVersion(localFirstVersion, workflow.DefaultVersion, 1).Return(kind.version)
 	}
 	var (
 		r     run
@@ -142,7 +156,7 @@ func runDeliveryAt(t *testing.T, in DeliveryInput, attempt attemptFunc, settleEr
 			// first attempt carry neither.
 			want := activities.AttemptInput{TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID, ReplayOf: in.ReplayOf}
 			switch {
-			case version != localFirstLatest:
+			case !kind.localFirst():
 			case info.IsLocalActivity:
 				want.RetryMax = retryMax(in.RetryMax)
 			default:
@@ -163,7 +177,7 @@ func runDeliveryAt(t *testing.T, in DeliveryInput, attempt attemptFunc, settleEr
 			r.settles = append(r.settles, got)
 			return settleErr
 		})
-	env.ExecuteWorkflow(DeliveryWorkflowName, in)
+	env.ExecuteWorkflow(kind.name, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
@@ -265,9 +279,9 @@ func TestDeliverySchedule(t *testing.T) {
 			wantOut: DeliveryOutput{},
 		},
 	} {
-		for _, v := range []workflow.Version{localFirstLatest, localFirstBefore} {
-			t.Run(fmt.Sprintf("%s/version %d", c.name, v), func(t *testing.T) {
-				r := runDeliveryAt(t, testInput(c.retryMax, c.policy), c.attempt, nil, v)
+		for _, k := range []deliveryKind{current, versionedLocalFirst, versionedBefore} {
+			t.Run(c.name+"/"+k.String(), func(t *testing.T) {
+				r := runDeliveryAt(t, testInput(c.retryMax, c.policy), c.attempt, nil, k)
 				if diff := cmp.Diff(c.want, r.starts); diff != "" {
 					t.Errorf("attempt start times (-want +got):\n%s", diff)
 				}
@@ -287,7 +301,7 @@ func TestDeliverySchedule(t *testing.T) {
 				var wantLocal []bool
 				for i := range r.starts {
 					wantNumbers = append(wantNumbers, i+1)
-					wantLocal = append(wantLocal, v == localFirstLatest && i == 0)
+					wantLocal = append(wantLocal, k.localFirst() && i == 0)
 				}
 				if diff := cmp.Diff(wantNumbers, r.numbers); diff != "" {
 					t.Errorf("attempt numbers (-want +got):\n%s", diff)
@@ -297,7 +311,7 @@ func TestDeliverySchedule(t *testing.T) {
 				}
 				for i, info := range r.infos {
 					want := i + 1
-					if v == localFirstLatest && i > 0 {
+					if k.localFirst() && i > 0 {
 						want = i
 					}
 					if int(info.Attempt) != want {
@@ -342,29 +356,9 @@ func TestDeliverySettlesLostAttempt(t *testing.T) {
 		{"the only attempt lost", 1, nil},
 		{"settling fails", 3, temporal.NewApplicationError("database is down", activities.ErrTypeStore)},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			in := testInput(c.retryMax, DefaultRetryPolicy())
-			r := runDeliverySettling(t, in, lostAt(c.retryMax), c.settleErr)
-			if r.err == nil {
-				t.Fatal("delivery succeeded")
-			}
-			if len(r.starts) != c.retryMax {
-				t.Errorf("%d attempts, want %d", len(r.starts), c.retryMax)
-			}
-			// The attempts' infos name the run their rows carry.
-			run := r.infos[0].WorkflowExecution
-			settled := activities.SettleInput{TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID, WorkflowID: run.ID, RunID: run.RunID}
-			want := []activities.SettleInput{settled}
-			if c.settleErr != nil { // retried on its own policy, then given up
-				want = slices.Repeat(want, int(settleOptions().RetryPolicy.MaximumAttempts))
-			}
-			if diff := cmp.Diff(want, r.settles); diff != "" {
-				t.Errorf("settle calls (-want +got):\n%s", diff)
-			}
-			if run.ID == "" || run.RunID == "" {
-				t.Errorf("run %+v: want its ids", run)
-			}
-		})
+		for _, k := range []deliveryKind{current, versionedLocalFirst} {
+			t.Run(c.name+"/"+k.String(), func(t *testing.T) { testSettlesLost(t, k, c.retryMax, c.settleErr) })
+		}
 	}
 
 	// Settling failed or not, the delivery fails the same way.
@@ -373,6 +367,32 @@ func TestDeliverySettlesLostAttempt(t *testing.T) {
 	bad := runDeliverySettling(t, in, lostAt(3), temporal.NewApplicationError("database is down", activities.ErrTypeStore))
 	if diff := cmp.Diff(ok.failure, bad.failure); diff != "" || ok.err.Error() != bad.err.Error() {
 		t.Errorf("failure when settling fails: %v, %+v; when it works: %v, %+v", bad.err, bad.failure, ok.err, ok.failure)
+	}
+}
+
+// testSettlesLost runs a delivery of kind whose last of retryMax attempts
+// is lost, the settle activity answering settleErr.
+func testSettlesLost(t *testing.T, kind deliveryKind, retryMax int, settleErr error) {
+	in := testInput(retryMax, DefaultRetryPolicy())
+	r := runDeliveryAt(t, in, lostAt(retryMax), settleErr, kind)
+	if r.err == nil {
+		t.Fatal("delivery succeeded")
+	}
+	if len(r.starts) != retryMax {
+		t.Errorf("%d attempts, want %d", len(r.starts), retryMax)
+	}
+	// The attempts' infos name the run their rows carry.
+	run := r.infos[0].WorkflowExecution
+	settled := activities.SettleInput{TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID, WorkflowID: run.ID, RunID: run.RunID}
+	want := []activities.SettleInput{settled}
+	if settleErr != nil { // retried on its own policy, then given up
+		want = slices.Repeat(want, int(settleOptions().RetryPolicy.MaximumAttempts))
+	}
+	if diff := cmp.Diff(want, r.settles); diff != "" {
+		t.Errorf("settle calls (-want +got):\n%s", diff)
+	}
+	if run.ID == "" || run.RunID == "" {
+		t.Errorf("run %+v: want its ids", run)
 	}
 }
 

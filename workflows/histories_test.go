@@ -63,11 +63,13 @@ type historyCase struct {
 	// recovery, when set, makes the case a Recovery workflow's with this
 	// input; its pages are played by recordedPages.
 	recovery *RecoveryInput
-	// before: recorded by the code before the local first attempt, which
-	// made every attempt an activity attempt. Today's code delivers with a
-	// local first attempt, so the recorder keeps these files and does not
-	// run their cases; they replay as executions started before the
-	// upgrade, which still run.
+	// before: recorded by an earlier release, as VersionedDeliveryWorkflowName
+	// (before the local first attempt, which made every attempt an
+	// activity attempt, or with it behind workflow.GetVersion), or as a
+	// sequencer whose children had that type. Today's code starts
+	// neither, so the recorder keeps these files and does not run their
+	// cases; they replay as executions started before the upgrade, which
+	// still run.
 	before bool
 	// resync, when set, makes the case a resync with this input.
 	resync *ResyncInput
@@ -96,6 +98,10 @@ func historyCases() []historyCase {
 	replay.ReplayOf = "whd_replayed"
 	localLost := in("evt_local_lost", 1)
 	localLost.Policy.AttemptTimeout = time.Second
+	whLost := in("evt_wh_lost", 1)
+	whLost.Policy.AttemptTimeout = time.Second
+	whReplay := in("evt_wh_replayed", 5)
+	whReplay.ReplayOf = "whd_wh_replayed"
 	return []historyCase{
 		{
 			file: "delivery_success.json", workflowID: WorkflowID("evt_success", "whe_hist"),
@@ -138,26 +144,26 @@ func historyCases() []historyCase {
 		},
 		{file: "recovery_completed.json", workflowID: RecoveryWorkflowID("whe_hist", 1), recovery: recoveryCase("rcv_done")},
 		{file: "recovery_stopped.json", workflowID: RecoveryWorkflowID("whe_hist", 2), recovery: recoveryCase("rcv_stopped"), failed: true},
-		// With the first attempt as a local activity.
+		// With the first attempt as a local activity, behind GetVersion.
 		{
 			file: "delivery_local_success.json", workflowID: WorkflowID("evt_local_success", "whe_hist"),
 			in: in("evt_local_success", 5), attempt: succeedingAt(1),
-			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true},
+			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true}, before: true,
 		},
 		{
 			file: "delivery_local_retried.json", workflowID: WorkflowID("evt_local_retried", "whe_hist"),
 			in: in("evt_local_retried", 5), attempt: succeedingAt(3),
-			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 204, Succeeded: true},
+			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 204, Succeeded: true}, before: true,
 		},
 		{
 			file: "delivery_local_exhausted.json", workflowID: WorkflowID("evt_local_exhausted", "whe_hist"),
 			in: in("evt_local_exhausted", 3), attempt: failing,
-			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 500, Error: "http_status"}, failed: true,
+			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 500, Error: "http_status"}, failed: true, before: true,
 		},
 		{
 			file: "delivery_local_refused.json", workflowID: WorkflowID("evt_local_refused", "whe_hist"),
 			in: in("evt_local_refused", 5), attempt: refusing(activities.ErrTypeEndpointGone),
-			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", Error: activities.ErrTypeEndpointGone}, failed: true,
+			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", Error: activities.ErrTypeEndpointGone}, failed: true, before: true,
 		},
 		{
 			// The only attempt, local, never answers: it times out after
@@ -165,7 +171,7 @@ func historyCases() []historyCase {
 			// and the run is settled.
 			file: "delivery_local_lost.json", workflowID: WorkflowID("evt_local_lost", "whe_hist"),
 			in: localLost, attempt: failing, hangAt: 1, settled: true,
-			want: DeliveryOutput{Attempts: 1}, failed: true,
+			want: DeliveryOutput{Attempts: 1}, failed: true, before: true,
 		},
 		{
 			// Version 3 before 2, 2 failing for good, 1 signalled twice.
@@ -173,6 +179,46 @@ func historyCases() []historyCase {
 			sequence: []SequencedDelivery{
 				{Delivery: in("evt_seq_1", 1), RecordVersion: 1}, {Delivery: in("evt_seq_3", 1), RecordVersion: 3},
 				{Delivery: in("evt_seq_2", 1), RecordVersion: 2}, {Delivery: in("evt_seq_1", 1), RecordVersion: 1},
+			},
+			before: true,
+		},
+		// As DeliveryWorkflowName: the local first attempt without GetVersion.
+		{
+			file: "webhook_delivery_success.json", workflowID: WorkflowID("evt_wh_success", "whe_hist"),
+			in: in("evt_wh_success", 5), attempt: succeedingAt(1),
+			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true},
+		},
+		{
+			file: "webhook_delivery_retried.json", workflowID: WorkflowID("evt_wh_retried", "whe_hist"),
+			in: in("evt_wh_retried", 5), attempt: succeedingAt(3),
+			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 204, Succeeded: true},
+		},
+		{
+			file: "webhook_delivery_exhausted.json", workflowID: WorkflowID("evt_wh_exhausted", "whe_hist"),
+			in: in("evt_wh_exhausted", 3), attempt: failing,
+			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 500, Error: "http_status"}, failed: true,
+		},
+		{
+			file: "webhook_delivery_refused.json", workflowID: WorkflowID("evt_wh_refused", "whe_hist"),
+			in: in("evt_wh_refused", 5), attempt: refusing(activities.ErrTypeEndpointGone),
+			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", Error: activities.ErrTypeEndpointGone}, failed: true,
+		},
+		{
+			file: "webhook_delivery_lost.json", workflowID: WorkflowID("evt_wh_lost", "whe_hist"),
+			in: whLost, attempt: failing, hangAt: 1, settled: true,
+			want: DeliveryOutput{Attempts: 1}, failed: true,
+		},
+		{
+			file: "webhook_delivery_replay.json", workflowID: ReplayWorkflowID("evt_wh_replayed", "whe_hist", 1),
+			in: whReplay, attempt: succeedingAt(1),
+			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true},
+		},
+		{
+			// The sequencer's children as DeliveryWorkflowName.
+			file: "record_sequence_webhook.json", workflowID: SequenceWorkflowID("whe_hist", "rec_hist"),
+			sequence: []SequencedDelivery{
+				{Delivery: in("evt_wh_seq_1", 1), RecordVersion: 1}, {Delivery: in("evt_wh_seq_3", 1), RecordVersion: 3},
+				{Delivery: in("evt_wh_seq_2", 1), RecordVersion: 2}, {Delivery: in("evt_wh_seq_1", 1), RecordVersion: 1},
 			},
 		},
 		{file: "resync_completed.json", workflowID: ResyncWorkflowID("whe_hist", 1), resync: resyncCase("rsy_done")},
@@ -219,7 +265,7 @@ func recoveryCase(id string) *RecoveryInput {
 }
 
 // pinnedWorkflowNames are the names registerWorkflows registers.
-var pinnedWorkflowNames = []string{DeliveryWorkflowName, PurgeWorkflowName, RecoveryWorkflowName, ResyncWorkflowName, RecordSequenceWorkflowName}
+var pinnedWorkflowNames = []string{DeliveryWorkflowName, VersionedDeliveryWorkflowName, PurgeWorkflowName, RecoveryWorkflowName, ResyncWorkflowName, RecordSequenceWorkflowName}
 
 // TestReplayRecordedHistories replays every recorded history with the
 // workflow registered as the worker registers it: a non-deterministic
@@ -242,7 +288,11 @@ func TestReplayRecordedHistories(t *testing.T) {
 			if got := recordedWorkflowType(t, f); !slices.Contains(pinnedWorkflowNames, got) {
 				t.Errorf("%s records workflow type %q, want one of the pinned %q", f, got, pinnedWorkflowNames)
 			}
-			r := worker.NewWorkflowReplayer()
+			// As the service's worker finds workflows: by pinned name only.
+			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DisableRegistrationAliasing: true})
+			if err != nil {
+				t.Fatal(err)
+			}
 			registerWorkflows(r)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(testLogger(t), f); err != nil {
 				t.Errorf("replay of %s: %v", f, err)
@@ -291,7 +341,7 @@ func TestRecordHistories(t *testing.T) {
 	for _, hc := range cases {
 		for _, d := range hc.sequence {
 			attempt := succeedingAt(1)
-			if d.Delivery.EventID == "evt_seq_2" {
+			if d.Delivery.EventID == "evt_seq_2" || d.Delivery.EventID == "evt_wh_seq_2" {
 				attempt = failing
 			}
 			byEvent[d.Delivery.EventID] = historyCase{in: d.Delivery, attempt: attempt}
@@ -336,7 +386,7 @@ func TestRecordHistories(t *testing.T) {
 		t.Run(hc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", hc.file)
 			if hc.before {
-				t.Skipf("kept %s: recorded by the code before the local first attempt", path)
+				t.Skipf("kept %s: recorded by an earlier release", path)
 			}
 			var hist *historypb.History
 			switch {

@@ -22,16 +22,22 @@ import (
 // SQLite store, started as the dispatcher starts them (eager start, 16 at a
 // time), and reports the CPU time of the whole process (server, worker,
 // store, receiver) per delivery: with the first attempt as a local
-// activity, and as an activity, as executions started before it run
-// (beforeLocalFirst, their commands for a delivery accepted at once). A
-// comparison, not an assertion:
+// activity (as DeliveryWorkflowName, and as VersionedDeliveryWorkflowName,
+// whose new executions add GetVersion's marker and upsert), and as an
+// activity, as executions started before it run (beforeLocalFirst, their
+// commands for a delivery accepted at once). A comparison, not an
+// assertion:
 //
 //	go test ./workflows -run '^$' -bench DeliveryCPU -benchtime 400x
 func BenchmarkDeliveryCPU(b *testing.B) {
 	for _, c := range []struct {
 		name     string
 		workflow string
-	}{{"local-first", DeliveryWorkflowName}, {"activity", "DeliveryBeforeLocalFirst"}} {
+	}{
+		{"local-first", DeliveryWorkflowName},
+		{"local-first-versioned", VersionedDeliveryWorkflowName},
+		{"activity", "DeliveryBeforeLocalFirst"},
+	} {
 		b.Run(c.name, func(b *testing.B) { benchmarkDeliveryCPU(b, c.workflow) })
 	}
 }

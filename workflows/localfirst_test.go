@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	failurepb "go.temporal.io/api/failure/v1"
@@ -134,7 +135,24 @@ func recordedHistory(t *testing.T, file string) *historypb.History {
 // attempts and carrying the previous one's failure, and its failure the
 // last attempt's.
 func TestLocalFirstAttemptInHistory(t *testing.T) {
-	ok := readAttemptEvents(t, recordedHistory(t, "delivery_local_success.json"))
+	for _, c := range []struct {
+		prefix string
+		// events is the length of a delivery accepted at once: started,
+		// the workflow task (scheduled, started, completed), the attempt's
+		// marker and completed; VersionedDelivery's adds its version
+		// marker and the TemporalChangeVersion upsert.
+		events int
+	}{{"webhook_delivery", 6}, {"delivery_local", 8}} {
+		t.Run(c.prefix, func(t *testing.T) { testLocalFirstAttemptInHistory(t, c.prefix, c.events) })
+	}
+}
+
+func testLocalFirstAttemptInHistory(t *testing.T, prefix string, events int) {
+	okHist := recordedHistory(t, prefix+"_success.json")
+	if n := len(okHist.GetEvents()); n != events {
+		t.Errorf("accepted delivery: %d history events, want %d", n, events)
+	}
+	ok := readAttemptEvents(t, okHist)
 	if diff := cmp.Diff([]activities.AttemptOutput{{DeliveryID: "whd_1", Attempt: 1, StatusCode: 204}}, ok.local); diff != "" {
 		t.Errorf("accepted delivery's local attempts (-want +got):\n%s", diff)
 	}
@@ -144,7 +162,9 @@ func TestLocalFirstAttemptInHistory(t *testing.T) {
 	}
 
 	// retry_max 3 on a 1 s, ×2, 2 s schedule.
-	ev := readAttemptEvents(t, recordedHistory(t, "delivery_local_exhausted.json"))
+	exhausted := recordedHistory(t, prefix+"_exhausted.json")
+	eventID := exhausted.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowId()
+	ev := readAttemptEvents(t, exhausted)
 	failed := func(n int) activities.AttemptOutput {
 		out, _ := failing(n)
 		return out
@@ -155,8 +175,11 @@ func TestLocalFirstAttemptInHistory(t *testing.T) {
 	if diff := cmp.Diff([]time.Duration{time.Second}, ev.timers); diff != "" {
 		t.Errorf("timers (-want +got):\n%s", diff)
 	}
-	want := activities.AttemptInput{TenantID: "ten_hist", EventID: "evt_local_exhausted", EndpointID: "whe_hist", FirstAttempt: 2, RetryMax: 3}
-	if diff := cmp.Diff([]activities.AttemptInput{want}, ev.scheduled); diff != "" {
+	if len(ev.scheduled) == 1 && WorkflowID(ev.scheduled[0].EventID, "whe_hist") != eventID {
+		t.Errorf("attempt of event %s in %s's history", ev.scheduled[0].EventID, eventID)
+	}
+	want := activities.AttemptInput{TenantID: "ten_hist", EndpointID: "whe_hist", FirstAttempt: 2, RetryMax: 3}
+	if diff := cmp.Diff([]activities.AttemptInput{want}, ev.scheduled, cmpopts.IgnoreFields(activities.AttemptInput{}, "EventID")); diff != "" {
 		t.Errorf("attempt activities scheduled (-want +got):\n%s", diff)
 	}
 	if len(ev.policies) == 1 {

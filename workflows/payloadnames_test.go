@@ -155,10 +155,11 @@ func TestRecordedPayloadNames(t *testing.T) {
 		byName[pt.name] = pt.v
 	}
 	workflowIO := map[string][2]string{
-		DeliveryWorkflowName: {"DeliveryInput", "DeliveryOutput"},
-		PurgeWorkflowName:    {"PurgeWorkflowInput", "PurgeWorkflowOutput"},
-		RecoveryWorkflowName: {"RecoveryInput", "RecoveryOutput"},
-		ResyncWorkflowName:   {"ResyncInput", "ResyncOutput"},
+		DeliveryWorkflowName:          {"DeliveryInput", "DeliveryOutput"},
+		VersionedDeliveryWorkflowName: {"DeliveryInput", "DeliveryOutput"},
+		PurgeWorkflowName:             {"PurgeWorkflowInput", "PurgeWorkflowOutput"},
+		RecoveryWorkflowName:          {"RecoveryInput", "RecoveryOutput"},
+		ResyncWorkflowName:            {"ResyncInput", "ResyncOutput"},
 		// A sequencer returns nothing; its signals are SequencedDelivery.
 		RecordSequenceWorkflowName: {"RecordSequenceInput", ""},
 	}

@@ -10,12 +10,19 @@ import (
 
 // The names Temporal knows the delivery workflow and its activity by. They
 // are in every history and every running execution, so they are pinned
-// here rather than derived from Go identifiers: renaming Delivery or
-// Deliverer.Attempt must not orphan running deliveries. They are the names
-// the SDK derived before they were pinned; never change them.
+// here rather than derived from Go identifiers: renaming WebhookDelivery or
+// Deliverer.Attempt must not orphan running deliveries. Never change them:
+// a change of the workflow's code that running executions must not see
+// takes a new name (as DeliveryWorkflowName did) or workflow.GetVersion.
 const (
-	DeliveryWorkflowName = "Delivery"
-	AttemptActivityName  = "Attempt"
+	// DeliveryWorkflowName is WebhookDelivery's: every delivery starts as one.
+	DeliveryWorkflowName = "WebhookDelivery"
+	// VersionedDeliveryWorkflowName is VersionedDelivery's, the name
+	// deliveries started under before DeliveryWorkflowName: registered
+	// so that those executions, and those a worker or API replica of that
+	// release starts during a rolling upgrade, run to their end.
+	VersionedDeliveryWorkflowName = "Delivery"
+	AttemptActivityName           = "Attempt"
 	// SettleDeliveryActivityName is Deliverer.SettleDelivery's, pinned
 	// from the start.
 	SettleDeliveryActivityName = "SettleDelivery"
@@ -25,7 +32,7 @@ const (
 	PurgeActivityName = "Purge"
 )
 
-// Register registers the Delivery workflow and d's Attempt and
+// Register registers the delivery workflows and d's Attempt and
 // SettleDelivery activities, under their pinned names, with a worker
 // polling the deliveries' task queue.
 func Register(w worker.Registry, d *activities.Deliverer) {
@@ -37,7 +44,8 @@ func Register(w worker.Registry, d *activities.Deliverer) {
 // registerWorkflows registers the workflows under their pinned names: the
 // worker's registration, which the history replay test shares.
 func registerWorkflows(w worker.WorkflowRegistry) {
-	w.RegisterWorkflowWithOptions(Delivery, workflow.RegisterOptions{Name: DeliveryWorkflowName})
+	w.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: DeliveryWorkflowName})
+	w.RegisterWorkflowWithOptions(VersionedDelivery, workflow.RegisterOptions{Name: VersionedDeliveryWorkflowName})
 	w.RegisterWorkflowWithOptions(Purge, workflow.RegisterOptions{Name: PurgeWorkflowName})
 	w.RegisterWorkflowWithOptions(Recovery, workflow.RegisterOptions{Name: RecoveryWorkflowName})
 	w.RegisterWorkflowWithOptions(Resync, workflow.RegisterOptions{Name: ResyncWorkflowName})

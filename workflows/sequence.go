@@ -131,7 +131,7 @@ func RecordSequence(ctx workflow.Context, in RecordSequenceInput) error {
 func runSequenced(ctx workflow.Context, d SequencedDelivery) error {
 	in := d.Delivery
 	cctx := workflow.WithChildOptions(ctx, childOptions(in))
-	err := workflow.ExecuteChildWorkflow(cctx, DeliveryWorkflowName, in).Get(ctx, nil)
+	err := workflow.ExecuteChildWorkflow(cctx, childWorkflowType(ctx), in).Get(ctx, nil)
 	switch {
 	case err == nil, temporal.IsWorkflowExecutionAlreadyStartedError(err):
 		return nil
@@ -141,6 +141,20 @@ func runSequenced(ctx workflow.Context, d SequencedDelivery) error {
 	workflow.GetLogger(ctx).Info("sequenced delivery ended without success; the next one goes",
 		"event_id", in.EventID, "endpoint_id", in.EndpointID, "error", err)
 	return nil
+}
+
+// childTypeVersion is the workflow.GetVersion change id of the sequenced
+// deliveries started as DeliveryWorkflowName. A sequencer run recorded
+// before it starts them as VersionedDeliveryWorkflowName, and replays so.
+const childTypeVersion = "webhook-delivery-child"
+
+// childWorkflowType is the workflow type a sequenced delivery starts as.
+// GetVersion answers once per run: every child of a run has the same type.
+func childWorkflowType(ctx workflow.Context) string {
+	if workflow.GetVersion(ctx, childTypeVersion, workflow.DefaultVersion, 1) == 1 {
+		return DeliveryWorkflowName
+	}
+	return VersionedDeliveryWorkflowName
 }
 
 // childOptions are the options of a sequenced delivery: those of

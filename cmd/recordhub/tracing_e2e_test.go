@@ -21,6 +21,7 @@ import (
 
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
+	"github.com/recordhub/recordhub/workflows"
 )
 
 // traceReceiver keeps the traceparent header of every delivery, by the
@@ -171,7 +172,8 @@ func testTraces(t *testing.T, d models.Dialect, on bool) {
 		}
 		return out
 	}
-	want := []string{"StartWorkflow:Delivery", "RunWorkflow:Delivery", "StartActivity:Attempt", "RunActivity:Attempt", "POST webhook"}
+	want := []string{"StartWorkflow:" + workflows.DeliveryWorkflowName, "RunWorkflow:" + workflows.DeliveryWorkflowName,
+		"StartActivity:" + workflows.AttemptActivityName, "RunActivity:" + workflows.AttemptActivityName, "POST webhook"}
 	for _, c := range []struct {
 		what, root string
 		dl         delivered
@@ -184,7 +186,7 @@ func testTraces(t *testing.T, d models.Dialect, on bool) {
 			t.Errorf("%s: receiver got traceparent %q", c.what, c.dl.traceparent)
 			continue
 		}
-		storetest.Eventually(t, 30*time.Second, c.what+"'s workflow span", func() bool { _, ok := spansOf(id)["RunWorkflow:Delivery"]; return ok })
+		storetest.Eventually(t, 30*time.Second, c.what+"'s workflow span", func() bool { _, ok := spansOf(id)["RunWorkflow:"+workflows.DeliveryWorkflowName]; return ok })
 		spans := spansOf(id)
 		root, ok := spans[c.root]
 		if !ok {

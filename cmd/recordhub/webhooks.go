@@ -117,9 +117,12 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	}
 	// Pollers as measured on the embedded server on 2 cores: the default two workflow-task
 	// pollers cap one worker at 25-45 deliveries a second.
+	// Workflows and activities are found by their pinned names only, never
+	// by their Go functions' names (see workflows.WebhookDelivery).
 	wh.worker = worker.New(wh.client, cfg.TemporalTaskQueue, worker.Options{
 		MaxConcurrentWorkflowTaskPollers: 32,
 		MaxConcurrentActivityTaskPollers: 8,
+		DisableRegistrationAliasing:      true,
 	})
 	workflows.Register(wh.worker, deliverer)
 	workflows.RegisterPurge(wh.worker, activities.NewPurger(store, activities.PurgeConfig{Retention: cfg.Retention}))
