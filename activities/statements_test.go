@@ -43,8 +43,8 @@ func TestAttemptStatements(t *testing.T) {
 	// in-flight row was finished without a lock and read: PostgreSQL 10
 	// statements in 1 transaction, SQLite 16 in 2.
 	limits := map[models.Dialect]struct{ statements, transactions int }{
-		models.Postgres: {9, 1},
-		models.SQLite:   {15, 2},
+		models.Postgres: {8, 1},
+		models.SQLite:   {14, 2},
 	}
 	for _, dialect := range storetest.Dialects {
 		t.Run(string(dialect), func(t *testing.T) {
