@@ -35,7 +35,8 @@ func (s *statements) take() []string {
 // TestAttemptStatements counts what a delivery accepted at its first attempt
 // costs recordhub's database through the real attempt activity: statements
 // (BEGIN, COMMIT, and on SQLite the group commit's SAVEPOINT and RELEASE
-// included) and transactions. The figures are ceilings: a change that
+// included) and transactions, as the store reports them
+// (Options.OnStatement) and, on PostgreSQL, as the server receives them. The figures are ceilings: a change that
 // adds a statement to this path fails here. The outcome is checked too,
 // so that fewer statements cannot mean a write left out.
 func TestAttemptStatements(t *testing.T) {
@@ -50,12 +51,23 @@ func TestAttemptStatements(t *testing.T) {
 	for _, dialect := range storetest.Dialects {
 		t.Run(string(dialect), func(t *testing.T) {
 			var seen statements
-			store := storetest.NewDB(t, dialect).Open(t, models.Options{OnStatement: seen.add})
+			db := storetest.NewDB(t, dialect)
+			// On PostgreSQL the store talks through a proxy that counts
+			// what the server receives, which the store's own count must
+			// match.
+			var proxy *storetest.Proxy
+			if dialect == models.Postgres {
+				proxy, db = storetest.NewProxy(t, db)
+			}
+			store := db.Open(t, models.Options{OnStatement: seen.add})
 			recv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 			f := newFixture(t, store, recv.URL)
 			d := newDeliverer(t, store, Config{AllowCIDRs: loopback})
 
 			seen.take()
+			if proxy != nil {
+				proxy.ResetSent()
+			}
 			out, err := d.Attempt(t.Context(), f.input())
 			if err != nil {
 				t.Fatalf("Attempt: %v", err)
@@ -68,6 +80,14 @@ func TestAttemptStatements(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %d statements, %d transactions:\n  %s", dialect, len(got), begins, strings.Join(got, "\n  "))
+			if proxy != nil {
+				wire := proxy.Sent()
+				t.Logf("the server received %d statements in %d transactions", wire.Statements, wire.Transactions)
+				if wire != (storetest.Wire{Statements: len(got), Transactions: begins}) {
+					t.Errorf("the server received %d statements in %d transactions; the store counted %d in %d",
+						wire.Statements, wire.Transactions, len(got), begins)
+				}
+			}
 			limit := limits[dialect]
 			if len(got) > limit.statements || begins > limit.transactions {
 				t.Errorf("a first attempt's success took %d statements in %d transactions, want at most %d in %d",
