@@ -933,8 +933,8 @@ type nopStore struct{}
 func (nopStore) SnapshotSuperseded(context.Context, *models.Event, *models.WebhookEndpoint) (bool, error) {
 	return false, nil
 }
-func (nopStore) GetEndpoint(context.Context, string, string) (*models.WebhookEndpoint, error) {
-	return nil, models.ErrNotFound
+func (nopStore) GetEventAndEndpoint(context.Context, string, string, string) (*models.Event, *models.WebhookEndpoint, error) {
+	return nil, nil, models.ErrNotFound
 }
 func (nopStore) EndpointSecrets(*models.WebhookEndpoint) (string, string, error) {
 	return "", "", fmt.Errorf("no secrets")
@@ -942,9 +942,6 @@ func (nopStore) EndpointSecrets(*models.WebhookEndpoint) (string, string, error)
 
 func (nopStore) EndpointHeaders(*models.WebhookEndpoint) (map[string]string, error) {
 	return nil, nil
-}
-func (nopStore) GetEvent(context.Context, string, string) (*models.Event, error) {
-	return nil, models.ErrNotFound
 }
 func (nopStore) InsertAttempt(context.Context, *models.WebhookDelivery) error { return nil }
 func (nopStore) FinishAttempt(context.Context, *models.WebhookDelivery) error { return nil }

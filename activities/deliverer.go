@@ -46,11 +46,13 @@ import (
 
 // Store is what an attempt reads and writes; *models.Store satisfies it.
 type Store interface {
-	GetEndpoint(ctx context.Context, tenantID, id string) (*models.WebhookEndpoint, error)
+	// GetEventAndEndpoint reads the event and the endpoint an attempt
+	// sends, in one statement: ErrNotFound and no event when the event is
+	// missing, ErrNotFound and the event when only the endpoint is.
+	GetEventAndEndpoint(ctx context.Context, tenantID, eventID, endpointID string) (*models.Event, *models.WebhookEndpoint, error)
 	EndpointSecrets(e *models.WebhookEndpoint) (current, previous string, err error)
 	// EndpointHeaders returns the endpoint's custom headers in clear.
 	EndpointHeaders(e *models.WebhookEndpoint) (map[string]string, error)
-	GetEvent(ctx context.Context, tenantID, id string) (*models.Event, error)
 	// InsertAttempt writes an attempt's row, in flight before its request
 	// is sent or finished when none is sent, and marks the same run's
 	// earlier attempts still in flight worker_lost.
@@ -515,20 +517,19 @@ func (d *Deliverer) insertInFlight(ctx context.Context, row *models.WebhookDeliv
 func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, row *models.WebhookDelivery) (req *http.Request, f *failure) {
 	fail := func(err error) (*http.Request, *failure) { return nil, d.fail(row, err, false, nil) }
 
-	ev, err := d.store.GetEvent(ctx, in.TenantID, in.EventID)
-	if errors.Is(err, models.ErrNotFound) {
+	// One read: a missing event comes back without an endpoint, a
+	// missing endpoint with its event.
+	ev, ep, err := d.store.GetEventAndEndpoint(ctx, in.TenantID, in.EventID, in.EndpointID)
+	if ev != nil {
+		row.EventType, row.RecordID = ev.Type, ev.RecordID
+	}
+	switch {
+	case errors.Is(err, models.ErrNotFound) && ev == nil:
 		return fail(errEventGone)
-	}
-	if err != nil {
-		return fail(&internalError{"load the event", err})
-	}
-	row.EventType, row.RecordID = ev.Type, ev.RecordID
-	ep, err := d.store.GetEndpoint(ctx, in.TenantID, in.EndpointID)
-	if errors.Is(err, models.ErrNotFound) {
+	case errors.Is(err, models.ErrNotFound):
 		return fail(errEndpointGone)
-	}
-	if err != nil {
-		return fail(&internalError{"load the endpoint", err})
+	case err != nil:
+		return fail(&internalError{"load the event and the endpoint", err})
 	}
 	row.RequestURL = ep.URL
 	if !ep.Enabled {

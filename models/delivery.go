@@ -347,33 +347,55 @@ func (s *Store) FinishDelivery(ctx context.Context, d *WebhookDelivery, end Deli
 	return s.RecordDeliveryEnd(ctx, d.TenantID, d.EndpointID, end.Succeeded, end.At, end.DisableAfter), nil
 }
 
+// finishColumns are the outcome's columns, which finishing an attempt sets.
+const finishColumns = "response_status = ?, response_headers = ?, response_body = ?, error = ?, error_message = ?, remote_ip = ?, " +
+	"duration_ms = ?, dns_ms = ?, connect_ms = ?, tls_ms = ?, first_byte_ms = ?, finished_at = ?, succeeded = ?"
+
 // finishAttempt writes d's outcome into its row in tx and returns the rows
 // changed (0: no such row).
+//
+// The row is almost always as InsertAttempt wrote it, in flight, which
+// counts in no rollup: one UPDATE conditional on that, returning what the
+// rollups key on, is then the whole write. Only when it changes nothing
+// (a finish retried, a row marked worker_lost meanwhile, no such row) is
+// the row locked and read, so that the rollups take back what it counted
+// before (worker_lost, or this same outcome when a finish is retried).
 func finishAttempt(tx *gorm.DB, lockForUpdate func(*gorm.DB) *gorm.DB, d *WebhookDelivery) (int64, error) {
-	// The row as it was, locked, so that the rollups take back what it
-	// counted before (nothing in flight; worker_lost, or this same
-	// outcome when a finish is retried) and count what it is now.
-	var old attemptState
-	found := lockForUpdate(tx.Model(&WebhookDelivery{})).
-		Select("tenant_id, endpoint_id, started_at, attempt, error, succeeded, duration_ms").
-		Where("id = ?", d.ID).Limit(1).Find(&old)
-	if found.Error != nil || found.RowsAffected == 0 {
-		return 0, found.Error
-	}
-	res := tx.Model(&WebhookDelivery{}).Where("id = ?", d.ID).Updates(map[string]any{
+	set := map[string]any{
 		"response_status": d.ResponseStatus, "response_headers": d.ResponseHeaders, "response_body": d.ResponseBody,
 		"error": d.Error, "error_message": d.ErrorMessage, "remote_ip": d.RemoteIP,
 		"duration_ms": d.DurationMS, "dns_ms": d.DNSMS, "connect_ms": d.ConnectMS, "tls_ms": d.TLSMS,
 		"first_byte_ms": d.FirstByteMS, "finished_at": d.FinishedAt, "succeeded": d.Succeeded,
-	})
-	if res.Error != nil {
-		return 0, res.Error
+	}
+	var was []attemptState
+	err := tx.Raw("UPDATE webhook_deliveries SET "+finishColumns+" WHERE id = ? AND error = ?"+
+		" RETURNING tenant_id, endpoint_id, started_at, attempt",
+		d.ResponseStatus, d.ResponseHeaders, d.ResponseBody, d.Error, d.ErrorMessage, d.RemoteIP,
+		d.DurationMS, d.DNSMS, d.ConnectMS, d.TLSMS, d.FirstByteMS, d.FinishedAt, d.Succeeded,
+		d.ID, DeliveryErrInFlight).Scan(&was).Error
+	if err != nil {
+		return 0, err
+	}
+	var old attemptState
+	if len(was) == 1 {
+		old = was[0]
+		old.Error = DeliveryErrInFlight // counted nowhere yet
+	} else {
+		found := lockForUpdate(tx.Model(&WebhookDelivery{})).
+			Select("tenant_id, endpoint_id, started_at, attempt, error, succeeded, duration_ms").
+			Where("id = ?", d.ID).Limit(1).Find(&old)
+		if found.Error != nil || found.RowsAffected == 0 {
+			return 0, found.Error
+		}
+		if err := tx.Model(&WebhookDelivery{}).Where("id = ?", d.ID).Updates(set).Error; err != nil {
+			return 0, err
+		}
 	}
 	now := old
 	now.Error, now.Succeeded, now.DurationMS = d.Error, d.Succeeded, d.DurationMS
 	ds := statsDeltas{}
 	ds.change(old, now)
-	return res.RowsAffected, ds.apply(tx)
+	return 1, ds.apply(tx)
 }
 
 // DeliveryQuery filters a tenant's deliveries.

@@ -302,3 +302,64 @@ func TestFinishDelivery(t *testing.T) {
 		})
 	}
 }
+
+// TestFinishDeliveryAfterLost: an outcome that arrives after its row was
+// marked worker_lost (the in-flight row is no longer as the attempt wrote
+// it) replaces worker_lost and moves the rollup from a lost attempt to
+// the outcome; the same finish retried changes nothing more; and a finish
+// of a row still in flight counts it once. Counts are checked against a
+// recount of the rows.
+func TestFinishDeliveryAfterLost(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d models.Dialect) {
+		ctx := t.Context()
+		s := storetest.Open(t, d)
+		tenantID, _ := newTenant(t, s)
+		ep := newHookEndpoint(t, s, tenantID)
+		at := statsNow.Add(-10 * time.Minute)
+		lost := attemptRow(tenantID, ep.ID, "evt_lost", 1, at)
+		fresh := attemptRow(tenantID, ep.ID, "evt_fresh", 1, at)
+		for _, row := range []*models.WebhookDelivery{lost, fresh} {
+			if err := s.InsertAttempt(ctx, row); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids := []string{lost.ID, fresh.ID}
+		if n, err := s.SettleLostAttempts(ctx, "evt_lost", ep.ID, lost.WorkflowID, lost.RunID, at); err != nil || n != 1 {
+			t.Fatalf("SettleLostAttempts: %d rows, %v; want 1", n, err)
+		}
+		checkStats(t, s, tenantID, []string{ep.ID}, ids) // the lost attempt counts, unsucceeded
+
+		status := 204
+		done := func(row *models.WebhookDelivery, ms float64) *models.WebhookDelivery {
+			o := *row
+			o.Error, o.ErrorMessage, o.ResponseStatus, o.Succeeded, o.DurationMS = "", "", &status, true, ms
+			o.FinishedAt = at.Add(time.Second)
+			return &o
+		}
+		end := models.DeliveryEnd{Succeeded: true, At: at.Add(time.Second)}
+		for i := range 2 { // the second time, a retried finish
+			if healthErr, err := s.FinishDelivery(ctx, done(lost, 120), end); err != nil || healthErr != nil {
+				t.Fatalf("FinishDelivery %d of the lost row: %v, health %v", i+1, err, healthErr)
+			}
+			got, err := s.GetDelivery(ctx, tenantID, lost.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Error != "" || !got.Succeeded || got.ResponseStatus == nil || *got.ResponseStatus != status || got.DurationMS != 120 {
+				t.Fatalf("lost row after FinishDelivery %d: error %q, succeeded %v, duration %v", i+1, got.Error, got.Succeeded, got.DurationMS)
+			}
+			checkStats(t, s, tenantID, []string{ep.ID}, ids)
+		}
+		if healthErr, err := s.FinishDelivery(ctx, done(fresh, 80), end); err != nil || healthErr != nil {
+			t.Fatalf("FinishDelivery of the row in flight: %v, health %v", err, healthErr)
+		}
+		checkStats(t, s, tenantID, []string{ep.ID}, ids)
+		st, err := s.EndpointStatsAt(ctx, tenantID, []string{ep.ID}, statsNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st[ep.ID]; got.Attempts != 2 || got.Succeeded != 2 {
+			t.Errorf("stats: %d attempts, %d succeeded; want 2 and 2", got.Attempts, got.Succeeded)
+		}
+	})
+}

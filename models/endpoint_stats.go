@@ -234,9 +234,20 @@ func (ds statsDeltas) change(old, new attemptState) {
 
 // apply writes the deltas to the rollups in tx, the transaction that
 // changed the rows. The counts are added by an upsert, which on PostgreSQL
-// also locks the rollup row until commit, so the histogram read back by it
-// is merged and written without losing a concurrent writer's change.
+// also locks the rollup row until commit and works on the row as the last
+// writer committed it, so that concurrent writers of one endpoint and hour
+// add up.
+//
+// The latency histogram is merged in that same upsert on PostgreSQL
+// (mergeLatencies): one statement per rollup row, one round trip and one
+// row version less while the row is locked, for about 70 µs more of the
+// server's CPU per write with a histogram of 100 buckets (a scratch
+// measurement of the two forms on one connection, 2026-11-24). On SQLite, where a statement is no round trip,
+// the upsert returns the histogram and Go merges it and writes it back:
+// the SQL merge took 25-40 % more of the one writer's time per attempt
+// there (BenchmarkAttemptWrites).
 func (ds statsDeltas) apply(tx *gorm.DB) error {
+	merge := tx.Dialector.Name() == string(Postgres)
 	for k, d := range ds {
 		for b, n := range d.latencies {
 			if n == 0 {
@@ -244,6 +255,22 @@ func (ds statsDeltas) apply(tx *gorm.DB) error {
 			}
 		}
 		if d.attempts == 0 && d.succeeded == 0 && len(d.latencies) == 0 {
+			continue
+		}
+		if merge {
+			set := ""
+			if len(d.latencies) > 0 {
+				set = ", latencies = " + mergeLatencies("endpoint_stats_hours.latencies", "excluded.latencies")
+			}
+			err := tx.Exec(`INSERT INTO endpoint_stats_hours (tenant_id, endpoint_id, hour, attempts, succeeded, latencies)
+				VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT (tenant_id, endpoint_id, hour) DO UPDATE SET
+				attempts = endpoint_stats_hours.attempts + excluded.attempts,
+				succeeded = endpoint_stats_hours.succeeded + excluded.succeeded`+set,
+				k.TenantID, k.EndpointID, k.Hour, d.attempts, d.succeeded, d.latencies.String()).Error
+			if err != nil {
+				return fmt.Errorf("endpoint stats rollup: %w", err)
+			}
 			continue
 		}
 		var cur string
@@ -271,6 +298,18 @@ func (ds statsDeltas) apply(tx *gorm.DB) error {
 		}
 	}
 	return nil
+}
+
+// mergeLatencies is a PostgreSQL expression that adds the histograms in
+// the text expressions a and b ("bucket:count,…") and writes the sum as
+// histogram.String does: sorted by bucket, empty buckets left out, ""
+// when none is left. A pair that is not two integers fails the statement,
+// as parseHistogram fails the Go merge.
+func mergeLatencies(a, b string) string {
+	return `(SELECT COALESCE(string_agg(k || ':' || n, ',' ORDER BY k), '') FROM (
+		SELECT split_part(p, ':', 1)::int AS k, SUM(split_part(p, ':', 2)::bigint) AS n
+		FROM unnest(string_to_array(` + a + ` || ',' || ` + b + `, ',')) AS p
+		WHERE p <> '' GROUP BY 1) AS s WHERE n <> 0)`
 }
 
 // statsWindow returns the first hour of the stats of now: the hour

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -347,4 +348,40 @@ func TestPurgeEndpointStats(t *testing.T) {
 			t.Errorf("attempts of 09:00, 10:00, 11:00 after the purge: %v, want %v", got, want)
 		}
 	})
+}
+
+// TestMergeLatenciesInSQL: PostgreSQL adds two histograms as Go does
+// (histogram.String of their sum): random histograms, negative counts (a
+// finish taken back), buckets that cancel out, and empty ones.
+func TestMergeLatenciesInSQL(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t, models.Postgres)
+	h := db.SQL(t)
+	r := rand.New(rand.NewPCG(9, 1))
+	random := func() string {
+		var pairs []string
+		for b := range 590 {
+			if r.IntN(40) == 0 {
+				pairs = append(pairs, fmt.Sprintf("%d:%d", b, r.Int64N(2_000_000_000_000)-10))
+			}
+		}
+		return strings.Join(pairs, ",")
+	}
+	cases := [][2]string{{"", ""}, {"", "3:1"}, {"3:1", ""}, {"3:1", "3:-1"}, {"2:1,10:4", "9:1,10:-4,589:7"}, {"1:5", "1:5"}}
+	for range 200 {
+		cases = append(cases, [2]string{random(), random()})
+	}
+	for _, c := range cases {
+		want, err := models.AddHistograms(c[0], c[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		if err := h.QueryRowContext(t.Context(), models.MergeLatenciesSQL(), c[0], c[1]).Scan(&got); err != nil {
+			t.Fatalf("merge %q and %q: %v", c[0], c[1], err)
+		}
+		if got != want {
+			t.Errorf("merge %q and %q = %q, want %q", c[0], c[1], got, want)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -487,9 +488,9 @@ func pgTextArray(ss []string) string {
 // included: the dispatcher delivers to the enabled ones and records the
 // event as skipped for the others.
 func (s *Store) SubscribedEndpoints(ctx context.Context, tenantID, t, moduleID string) ([]WebhookEndpoint, error) {
-	var all []WebhookEndpoint
-	if err := s.r.WithContext(ctx).Where("tenant_id = ?", tenantID).Find(&all).Error; err != nil {
-		return nil, fmt.Errorf("subscribed endpoints: %w", err)
+	all, err := s.TenantEndpoints(ctx, tenantID)
+	if err != nil {
+		return nil, err
 	}
 	out := all[:0]
 	for _, e := range all {
@@ -498,4 +499,79 @@ func (s *Store) SubscribedEndpoints(ctx context.Context, tenantID, t, moduleID s
 		}
 	}
 	return out, nil
+}
+
+// TenantEndpoints returns every endpoint of the tenant, disabled ones
+// included, in one statement: the dispatcher reads them once per round
+// and tenant, and picks each event's endpoints among them
+// (WebhookEndpoint.Subscribes).
+func (s *Store) TenantEndpoints(ctx context.Context, tenantID string) ([]WebhookEndpoint, error) {
+	var all []WebhookEndpoint
+	if err := s.r.WithContext(ctx).Where("tenant_id = ?", tenantID).Find(&all).Error; err != nil {
+		return nil, fmt.Errorf("subscribed endpoints: %w", err)
+	}
+	return all, nil
+}
+
+// eventAndEndpoint is a row of GetEventAndEndpoint: the event's columns
+// prefixed ev_, the endpoint's ep_ (NULL when it does not exist).
+type eventAndEndpoint struct {
+	Event    Event           `gorm:"embedded;embeddedPrefix:ev_"`
+	Endpoint WebhookEndpoint `gorm:"embedded;embeddedPrefix:ep_"`
+}
+
+// eventAndEndpointQuery is GetEventAndEndpoint's statement, built once
+// from the two models' columns.
+var eventAndEndpointQuery struct {
+	once  sync.Once
+	query string
+	err   error
+}
+
+// GetEventAndEndpoint returns one of the tenant's events and one of its
+// endpoints, read together in one statement: what a delivery attempt
+// sends. When the event does not exist, or is another tenant's, it returns
+// ErrNotFound and neither; when only the endpoint does not, it returns the
+// event and ErrNotFound, so that callers tell the two apart by the event.
+func (s *Store) GetEventAndEndpoint(ctx context.Context, tenantID, eventID, endpointID string) (*Event, *WebhookEndpoint, error) {
+	q := &eventAndEndpointQuery
+	q.once.Do(func() { q.query, q.err = s.eventAndEndpointQuery() })
+	if q.err != nil {
+		return nil, nil, fmt.Errorf("load event and endpoint: %w", q.err)
+	}
+	var rows []eventAndEndpoint
+	if err := s.r.WithContext(ctx).Raw(q.query, endpointID, tenantID, eventID).Scan(&rows).Error; err != nil {
+		return nil, nil, fmt.Errorf("load event and endpoint: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, nil, ErrNotFound
+	}
+	r := &rows[0]
+	if r.Endpoint.ID == "" {
+		return &r.Event, nil, ErrNotFound
+	}
+	return &r.Event, &r.Endpoint, nil
+}
+
+// eventAndEndpointQuery selects every column of an event and of the
+// endpoint of the same tenant joined to it, under the prefixes of
+// eventAndEndpoint. The join names the tenant on both sides: another
+// tenant's endpoint id finds nothing, as GetEndpoint's does.
+func (s *Store) eventAndEndpointQuery() (string, error) {
+	var cols []string
+	for _, m := range []struct {
+		model         any
+		alias, prefix string
+	}{{&Event{}, "e", "ev_"}, {&WebhookEndpoint{}, "w", "ep_"}} {
+		stmt := &gorm.Statement{DB: s.r}
+		if err := stmt.Parse(m.model); err != nil {
+			return "", err
+		}
+		for _, name := range stmt.Schema.DBNames {
+			cols = append(cols, m.alias+"."+name+" AS "+m.prefix+name)
+		}
+	}
+	return "SELECT " + strings.Join(cols, ", ") + ` FROM events e
+		LEFT JOIN webhook_endpoints w ON w.tenant_id = e.tenant_id AND w.id = ?
+		WHERE e.tenant_id = ? AND e.id = ?`, nil
 }

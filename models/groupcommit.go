@@ -28,7 +28,10 @@ type writeJob struct {
 // SQLite. fn must use only tx, never the store's pools for writes.
 func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if s.writes == nil {
-		return s.w.WithContext(ctx).Transaction(fn)
+		s.observe("BEGIN")
+		err := s.w.WithContext(ctx).Transaction(fn)
+		s.observeEnd(err)
+		return err
 	}
 	j := writeJob{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
@@ -81,6 +84,7 @@ func (s *Store) commitGroup(group []writeJob) {
 		}
 		return
 	}
+	s.observe("BEGIN")
 	for i, j := range group {
 		if err := j.ctx.Err(); err != nil {
 			errs[i] = err
@@ -96,6 +100,7 @@ func (s *Store) commitGroup(group []writeJob) {
 			if rerr := tx.RollbackTo(sp).Error; rerr != nil {
 				// The transaction is unusable: fail every write of the group.
 				tx.Rollback()
+				s.observe("ROLLBACK")
 				for k, j := range group {
 					if k < i || errs[k] == nil {
 						errs[k] = fmt.Errorf("rollback to savepoint: %w", rerr)
@@ -108,7 +113,9 @@ func (s *Store) commitGroup(group []writeJob) {
 		}
 		tx.Exec("RELEASE " + sp)
 	}
-	if err := tx.Commit().Error; err != nil {
+	err := tx.Commit().Error
+	s.observe("COMMIT")
+	if err != nil {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = fmt.Errorf("commit: %w", err)

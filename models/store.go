@@ -62,6 +62,8 @@ type Store struct {
 	writes     chan writeJob
 	writesDone chan struct{}
 	closeOnce  sync.Once
+	// onStatement: see Options.OnStatement.
+	onStatement func(query string)
 }
 
 // Options configure a Store.
@@ -83,6 +85,11 @@ type Options struct {
 	// process holds before it fails, and the call is answered unavailable;
 	// DefaultBusyTimeout when zero.
 	BusyTimeout time.Duration
+	// OnStatement, when set, is called with the text of every statement
+	// the store runs, once it has run, BEGIN, COMMIT and ROLLBACK included:
+	// tests count with it what a path costs the database. It is called
+	// from the goroutine that ran the statement; nil costs nothing.
+	OnStatement func(query string)
 }
 
 // DefaultBusyTimeout lets another process (a CLI command, a backup) hold
@@ -158,6 +165,7 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	s.routeHeavyReads(opts)
+	s.observeStatements(opts.OnStatement)
 	s.writes, s.writesDone = make(chan writeJob), make(chan struct{})
 	go s.runWrites()
 	return s, nil
@@ -202,6 +210,7 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	s.heavy = stdlib.OpenDB(*s.heavyConnConfig(opts))
 	s.heavy.SetConnMaxLifetime(30 * time.Minute)
 	s.routeHeavyReads(opts)
+	s.observeStatements(opts.OnStatement)
 	return s, nil
 }
 

@@ -2,9 +2,11 @@ package storetest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
@@ -27,6 +29,31 @@ type Proxy struct {
 	cutOn []byte
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+	// sent counts what clients sent through the proxy (Sent).
+	sent Wire
+}
+
+// Wire counts what clients sent to the server: statements, each simple
+// query (BEGIN and COMMIT are sent so) and each execution of a prepared
+// one, leaving out the empty query database/sql's pool sends to check an
+// idle connection; and transactions, the statements that are a BEGIN.
+type Wire struct {
+	Statements, Transactions int
+}
+
+// Sent returns what clients sent since the proxy started or since the
+// last ResetSent, as the server received it.
+func (p *Proxy) Sent() Wire {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sent
+}
+
+// ResetSent starts Sent's counts afresh.
+func (p *Proxy) ResetSent() {
+	p.mu.Lock()
+	p.sent = Wire{}
+	p.mu.Unlock()
 }
 
 // NewProxy starts a proxy in front of db's PostgreSQL server and returns
@@ -165,6 +192,7 @@ func (p *Proxy) handle(ln net.Listener, client net.Conn) {
 // a chunk holds the armed CutOn bytes.
 func (p *Proxy) forward(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
+	msgs := &messages{p: p}
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
@@ -174,6 +202,7 @@ func (p *Proxy) forward(dst, src net.Conn) {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
+			msgs.read(buf[:n])
 		}
 		if err != nil {
 			return
@@ -209,4 +238,88 @@ func (p *Proxy) dropLocked() {
 		c.Close()
 		delete(p.conns, c)
 	}
+}
+
+// messages splits what one client sends into PostgreSQL's frontend
+// messages, across reads, and counts its statements in p.sent. The first
+// message (startup, or a request for TLS or GSS encryption) has no type
+// byte; every later one is a type byte and a length.
+type messages struct {
+	p       *Proxy
+	started bool
+	head    []byte // the header read so far
+	typ     byte
+	left    int    // the bytes of the message's body still to come
+	body    []byte // the first bytes of its body
+}
+
+// The codes of the startup messages that ask for encryption, after which
+// the client sends its startup message proper (or negotiates).
+const (
+	sslRequest = 80877103
+	gssRequest = 80877104
+)
+
+func (m *messages) headLen() int {
+	if m.started {
+		return 5
+	}
+	return 4
+}
+
+func (m *messages) read(b []byte) {
+	for len(b) > 0 {
+		if m.left == 0 {
+			n := min(m.headLen()-len(m.head), len(b))
+			m.head = append(m.head, b[:n]...)
+			b = b[n:]
+			if len(m.head) < m.headLen() {
+				return
+			}
+			m.typ, m.left = 0, int(binary.BigEndian.Uint32(m.head[len(m.head)-4:]))-4
+			if m.started {
+				m.typ = m.head[0]
+			}
+			m.body = m.body[:0]
+			if m.left <= 0 {
+				m.end()
+				continue
+			}
+		}
+		n := min(m.left, len(b))
+		if len(m.body) < 16 {
+			m.body = append(m.body, b[:min(n, 16-len(m.body))]...)
+		}
+		m.left -= n
+		b = b[n:]
+		if m.left == 0 {
+			m.end()
+		}
+	}
+}
+
+// end counts the message just read.
+func (m *messages) end() {
+	m.head, m.left = m.head[:0], 0
+	if !m.started {
+		if len(m.body) < 4 {
+			return
+		}
+		code := binary.BigEndian.Uint32(m.body)
+		m.started = code != sslRequest && code != gssRequest
+		return
+	}
+	if m.typ != 'Q' && m.typ != 'E' {
+		return
+	}
+	text := strings.ToLower(strings.TrimSpace(strings.TrimRight(string(m.body), "\x00")))
+	if m.typ == 'Q' && (text == "" || text == ";" || strings.HasPrefix(text, "-- ping")) {
+		return
+	}
+	m.p.mu.Lock()
+	m.p.sent.Statements++
+	if m.typ == 'Q' && strings.HasPrefix(text, "begin") {
+		m.p.sent.Transactions++
+	}
+	m.p.mu.Unlock()
 }
