@@ -112,12 +112,16 @@ function deliveries(params) {
 }
 
 // localInput formats a time as a datetime-local value in the browser's
-// time zone (the page converts it back).
+// time zone (the page converts it back), in the browser's own form: the
+// seconds only when they are not 0. Chromium drops ":00" from a value it
+// is given, and Playwright's fill then fails the step as a malformed value
+// (once a minute's worth of runs did).
 function localInput(page, ms) {
   return page.evaluate((t) => {
     const d = new Date(t);
     const p = (n) => String(n).padStart(2, '0');
-    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+    const seconds = d.getSeconds() === 0 ? '' : `:${p(d.getSeconds())}`;
+    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}${seconds}`;
   }, ms);
 }
 
