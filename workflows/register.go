@@ -11,9 +11,11 @@ import (
 // The names Temporal knows the delivery workflow and its activity by. They
 // are in every history and every running execution, so they are pinned
 // here rather than derived from Go identifiers: renaming WebhookDelivery or
-// Deliverer.Attempt must not orphan running deliveries. Never change them:
-// a change of the workflow's code that running executions must not see
-// takes a new name (as DeliveryWorkflowName did) or workflow.GetVersion.
+// Deliverer.Attempt must not orphan running deliveries. A name stays
+// registered, with its code, while executions of it may run; a change of a
+// workflow's code that its running executions must not see takes a new
+// name (as deliveries did: "WebhookDelivery" after "Delivery") or
+// workflow.GetVersion.
 const (
 	// DeliveryWorkflowName is WebhookDelivery's: every delivery starts as one.
 	DeliveryWorkflowName = "WebhookDelivery"
