@@ -177,9 +177,10 @@ func unionKeys(a, b map[string]any) []string {
 	return keys
 }
 
-// insertEvents writes events in the caller's transaction. Dispatchers in
-// this process are woken after the commit (eventsWritten); those of other
-// processes find the events by polling. A PostgreSQL NOTIFY per write would
+// insertEvents writes events in the caller's transaction. Dispatchers are
+// woken after the commit (eventsWritten): this process's at once, those of
+// other processes by a NOTIFY sent after it (Options.AnnounceEvents), or
+// else by their polling. A NOTIFY in the transaction itself would
 // serialise every commit on the notification queue's lock: the bench saw
 // record creates fall to a quarter.
 func (s *Store) insertEvents(tx *gorm.DB, events []Event) error {
@@ -193,8 +194,21 @@ func (s *Store) insertEvents(tx *gorm.DB, events []Event) error {
 	return nil
 }
 
-// eventsWritten wakes this process's dispatcher after a commit.
+// eventsWritten wakes this process's dispatcher after a commit, and has
+// those of other processes woken when the store announces events.
 func (s *Store) eventsWritten() {
+	s.wakeDispatcher()
+	if s.announce != nil {
+		select {
+		case s.announce <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wakeDispatcher signals EventWake; a signal already pending stands for
+// this one.
+func (s *Store) wakeDispatcher() {
 	select {
 	case s.eventWake <- struct{}{}:
 	default:
@@ -202,7 +216,7 @@ func (s *Store) eventsWritten() {
 }
 
 // EventWake delivers a signal soon after events were committed by this
-// process.
+// process, or, once ListenEvents runs, announced by another.
 func (s *Store) EventWake() <-chan struct{} { return s.eventWake }
 
 // PendingEvents returns up to limit events not yet dispatched, oldest

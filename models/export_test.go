@@ -25,3 +25,12 @@ func AddHistograms(a, b string) (string, error) {
 	h.add(o)
 	return h.String(), nil
 }
+
+// UseOutboxChannel has the store announce and listen for outbox events on
+// channel, so that a test hears no other test's announcements. Call it
+// before the store writes or listens.
+func (s *Store) UseOutboxChannel(channel string) { s.outboxChannel = channel }
+
+// ListenerPID returns the server process of the outbox listener's
+// connection once it listens (after its reconnect wake), else 0.
+func (s *Store) ListenerPID() uint32 { return s.listenerPID.Load() }

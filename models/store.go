@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,6 +59,23 @@ type Store struct {
 	stmts sync.Map
 	// eventWake wakes this process's outbox dispatcher.
 	eventWake chan struct{}
+	// announce asks the announcer to NOTIFY other processes' dispatchers
+	// (nil unless Options.AnnounceEvents on PostgreSQL); announcer is its
+	// connection. See outbox_notify.go.
+	announce  chan struct{}
+	announcer *sql.DB
+	// listenOnce starts the outbox listener once (ListenEvents).
+	listenOnce sync.Once
+	// outboxChannel is outboxChannel but in tests, which use their own
+	// (NOTIFY channels are shared by every schema of a database).
+	outboxChannel string
+	// listenerPID is the server process of the listener's connection
+	// once it listens, 0 before: tests end it to see it come back.
+	listenerPID atomic.Uint32
+	// life ends at Close, stopping the goroutines in background.
+	life       context.Context
+	endLife    context.CancelFunc
+	background sync.WaitGroup
 	// writes feeds the SQLite group committer (nil on PostgreSQL).
 	writes     chan writeJob
 	writesDone chan struct{}
@@ -90,6 +108,12 @@ type Options struct {
 	// tests count with it what a path costs the database. It is called
 	// from the goroutine that ran the statement; nil costs nothing.
 	OnStatement func(query string)
+	// AnnounceEvents, on PostgreSQL, has every commit that wrote outbox
+	// events followed by a NOTIFY that wakes the dispatchers of other
+	// processes (their stores' ListenEvents). Its statements, sent on a
+	// connection of their own and after the commit, are not reported to
+	// OnStatement.
+	AnnounceEvents bool
 }
 
 // DefaultBusyTimeout lets another process (a CLI command, a backup) hold
@@ -211,6 +235,7 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	s.heavy.SetConnMaxLifetime(30 * time.Minute)
 	s.routeHeavyReads(opts)
 	s.observeStatements(opts.OnStatement)
+	s.startAnnouncer(opts)
 	return s, nil
 }
 
@@ -235,7 +260,10 @@ func newStore(opts Options, d Dialect, shards int) (*Store, error) {
 		now:         func() time.Time { return now().UTC().Truncate(time.Microsecond) },
 		countShards: shards,
 		eventWake:   make(chan struct{}, 1),
+		// Unquoted in LISTEN and NOTIFY: a plain lower-case identifier.
+		outboxChannel: outboxChannel,
 	}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.caches = caches{keys: newCache[*APIKey](s.now), modules: newCache[*Module](s.now)}
 	return s, nil
 }
@@ -243,16 +271,21 @@ func newStore(opts Options, d Dialect, shards int) (*Store, error) {
 // Dialect returns the database kind.
 func (s *Store) Dialect() Dialect { return s.dialect }
 
-// Close waits for queued writes, then closes the database pools. No write
-// may start after Close.
+// Close waits for queued writes, stops the outbox announcer and listener,
+// then closes the database pools. No write may start after Close.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		if s.writes != nil {
 			close(s.writes)
 			<-s.writesDone
 		}
+		s.endLife()
+		s.background.Wait()
 	})
 	var errs []error
+	if s.announcer != nil {
+		errs = append(errs, s.announcer.Close())
+	}
 	pools := []*gorm.DB{s.w}
 	if s.r != s.w {
 		pools = append(pools, s.r)

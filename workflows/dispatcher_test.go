@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -490,3 +491,31 @@ func metricValue(t *testing.T, c prometheus.Collector) float64 {
 }
 
 var cmpSorted = cmpopts.SortSlices(func(a, b string) bool { return a < b })
+
+// TestDispatcherRunWokenByOtherProcess: on PostgreSQL, a dispatcher whose
+// store (a worker's) listens for the outbox's notifications starts the
+// delivery of an event another store (an API replica's) committed, with a
+// poll interval of an hour: the other process's NOTIFY woke it.
+func TestDispatcherRunWokenByOtherProcess(t *testing.T) {
+	db := storetest.NewDB(t, models.Postgres)
+	api := db.Open(t, models.Options{AnnounceEvents: true})
+	worker := db.Open(t, models.Options{})
+	f := newFixtureOn(t, api)
+	worker.ListenEvents(slog.New(slog.DiscardHandler))
+	storetest.Eventually(t, 10*time.Second, "the worker listening", worker.ListeningForEvents)
+
+	starter := newFakeStarter()
+	disp := &Dispatcher{Store: worker, Starter: starter, Policy: testPolicy, PollInterval: time.Hour, Metrics: NewMetrics(nil)}
+	runDispatcher(t, disp)
+	for i := range 2 {
+		r, err := api.CreateRecord(t.Context(), f.module, map[string]any{"title": "x"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		storetest.Eventually(t, 10*time.Second, "the start", func() bool { return len(starter.starts()) == i+1 })
+		if got := starter.starts()[i].in; got.RecordID != r.ID || got.EndpointID != f.subscribed.ID {
+			t.Errorf("started %+v", got)
+		}
+	}
+	storetest.Eventually(t, 10*time.Second, "the marking", func() bool { return len(f.pending(t)) == 0 })
+}

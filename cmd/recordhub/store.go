@@ -59,6 +59,9 @@ func openDatabase(ctx context.Context, cfg Config, key []byte, migrate bool) (*m
 	var store *models.Store
 	if cfg.DatabaseURL != "" {
 		opts.MaxOpenConns = cfg.DatabaseMaxConns
+		// Events this process commits wake the dispatchers of workers
+		// elsewhere (their ListenEvents, in startWebhooks).
+		opts.AnnounceEvents = true
 		store, err = models.OpenPostgres(ctx, cfg.DatabaseURL, opts)
 	} else {
 		store, err = models.OpenSQLite(ctx, sqlitePath(cfg), opts)

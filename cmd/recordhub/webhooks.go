@@ -144,8 +144,11 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	wh.stopDispatch, wh.dispatchDone = cancel, make(chan struct{})
 	// Writes in this process wake the dispatcher at once; those of API
-	// replicas elsewhere are found by polling the outbox's partial index,
-	// a probe of one index entry when nothing waits.
+	// replicas elsewhere on PostgreSQL wake it by their NOTIFY, heard by
+	// the store's listener. Polling the outbox's partial index, a probe of
+	// one index entry when nothing waits, finds what a lost notification
+	// (a listener reconnecting) leaves.
+	store.ListenEvents(log)
 	d := &workflows.Dispatcher{
 		Store: store, Starter: wh.client, Policy: policy, TaskQueue: cfg.TemporalTaskQueue, Log: log, Metrics: workflows.NewMetrics(reg),
 		PollInterval: 100 * time.Millisecond,
