@@ -502,9 +502,9 @@ func pgTextArray(ss []string) string {
 // included: the dispatcher delivers to the enabled ones and records the
 // event as skipped for the others.
 func (s *Store) SubscribedEndpoints(ctx context.Context, tenantID, t, moduleID string) ([]WebhookEndpoint, error) {
-	all, err := s.TenantEndpoints(ctx, tenantID)
-	if err != nil {
-		return nil, err
+	var all []WebhookEndpoint
+	if err := s.r.WithContext(ctx).Where("tenant_id = ?", tenantID).Find(&all).Error; err != nil {
+		return nil, fmt.Errorf("subscribed endpoints: %w", err)
 	}
 	out := all[:0]
 	for _, e := range all {
@@ -513,18 +513,6 @@ func (s *Store) SubscribedEndpoints(ctx context.Context, tenantID, t, moduleID s
 		}
 	}
 	return out, nil
-}
-
-// TenantEndpoints returns every endpoint of the tenant, disabled ones
-// included, in one statement: the dispatcher reads them once per round
-// and tenant, and picks each event's endpoints among them
-// (WebhookEndpoint.Subscribes).
-func (s *Store) TenantEndpoints(ctx context.Context, tenantID string) ([]WebhookEndpoint, error) {
-	var all []WebhookEndpoint
-	if err := s.r.WithContext(ctx).Where("tenant_id = ?", tenantID).Find(&all).Error; err != nil {
-		return nil, fmt.Errorf("subscribed endpoints: %w", err)
-	}
-	return all, nil
 }
 
 // eventAndEndpoint is a row of GetEventAndEndpoint: the event's columns

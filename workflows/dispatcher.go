@@ -23,9 +23,9 @@ type Store interface {
 	ClaimEvents(ctx context.Context, c models.Claim) ([]models.Event, error)
 	// ReleaseEvents gives up the owner's claims on events still pending.
 	ReleaseEvents(ctx context.Context, owner string, ids []string) error
-	// TenantEndpoints returns the tenant's endpoints, disabled ones
-	// included; the dispatcher picks those that want each event.
-	TenantEndpoints(ctx context.Context, tenantID string) ([]models.WebhookEndpoint, error)
+	// SubscribedEndpoints returns the endpoints that want the event,
+	// disabled ones included.
+	SubscribedEndpoints(ctx context.Context, tenantID, eventType, moduleID string) ([]models.WebhookEndpoint, error)
 	// InsertSkippedDeliveries records the event as skipped for disabled
 	// endpoints, once per pair however often it is called.
 	InsertSkippedDeliveries(ctx context.Context, ev *models.Event, endpoints []models.WebhookEndpoint) error
@@ -310,44 +310,33 @@ func answerLost(err error) bool {
 		errors.As(err, &deadline) || errors.As(err, &canceled)
 }
 
-// subscriptions reads a tenant's endpoints once per batch, and picks the
-// ones subscribed to each event from them: a batch is mostly events of a
-// few tenants (the several events of one change are of several types), and
-// a backlog of thousands should not cost a query each. The batch's events
-// see their tenant's endpoints as they were at its first read.
+// subscriptions looks up the endpoints subscribed to events once per
+// (tenant, type, module) and batch: a batch is mostly events of a few
+// modules, and a backlog of thousands should not cost a query each.
 type subscriptions struct {
-	store    Store
-	mu       sync.Mutex
-	byTenant map[string][]models.WebhookEndpoint
+	store Store
+	mu    sync.Mutex
+	byKey map[[3]string][]models.WebhookEndpoint
 }
 
-// of returns the endpoints, enabled or not, subscribed to ev.
 func (s *subscriptions) of(ctx context.Context, ev *models.Event) ([]models.WebhookEndpoint, error) {
+	key := [3]string{ev.TenantID, ev.Type, ev.ModuleID}
 	s.mu.Lock()
-	all, ok := s.byTenant[ev.TenantID]
+	eps, ok := s.byKey[key]
 	s.mu.Unlock()
-	if !ok {
-		var err error
-		if all, err = s.store.TenantEndpoints(ctx, ev.TenantID); err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		if s.byTenant == nil {
-			s.byTenant = map[string][]models.WebhookEndpoint{}
-		}
-		if first, ok := s.byTenant[ev.TenantID]; ok {
-			all = first // read concurrently: the batch keeps one
-		} else {
-			s.byTenant[ev.TenantID] = all
-		}
-		s.mu.Unlock()
+	if ok {
+		return eps, nil
 	}
-	var eps []models.WebhookEndpoint
-	for _, ep := range all {
-		if ep.Subscribes(ev.Type, ev.ModuleID) {
-			eps = append(eps, ep)
-		}
+	eps, err := s.store.SubscribedEndpoints(ctx, ev.TenantID, ev.Type, ev.ModuleID)
+	if err != nil {
+		return nil, err
 	}
+	s.mu.Lock()
+	if s.byKey == nil {
+		s.byKey = map[[3]string][]models.WebhookEndpoint{}
+	}
+	s.byKey[key] = eps
+	s.mu.Unlock()
 	return eps, nil
 }
 
