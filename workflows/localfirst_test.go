@@ -163,7 +163,7 @@ func testLocalFirstAttemptInHistory(t *testing.T, prefix string, events int) {
 
 	// retry_max 3 on a 1 s, ×2, 2 s schedule.
 	exhausted := recordedHistory(t, prefix+"_exhausted.json")
-	eventID := exhausted.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowId()
+	workflowID := exhausted.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowId()
 	ev := readAttemptEvents(t, exhausted)
 	failed := func(n int) activities.AttemptOutput {
 		out, _ := failing(n)
@@ -175,8 +175,8 @@ func testLocalFirstAttemptInHistory(t *testing.T, prefix string, events int) {
 	if diff := cmp.Diff([]time.Duration{time.Second}, ev.timers); diff != "" {
 		t.Errorf("timers (-want +got):\n%s", diff)
 	}
-	if len(ev.scheduled) == 1 && WorkflowID(ev.scheduled[0].EventID, "whe_hist") != eventID {
-		t.Errorf("attempt of event %s in %s's history", ev.scheduled[0].EventID, eventID)
+	if len(ev.scheduled) == 1 && WorkflowID(ev.scheduled[0].EventID, "whe_hist") != workflowID {
+		t.Errorf("attempt of event %s in %s's history", ev.scheduled[0].EventID, workflowID)
 	}
 	want := activities.AttemptInput{TenantID: "ten_hist", EndpointID: "whe_hist", FirstAttempt: 2, RetryMax: 3}
 	if diff := cmp.Diff([]activities.AttemptInput{want}, ev.scheduled, cmpopts.IgnoreFields(activities.AttemptInput{}, "EventID")); diff != "" {

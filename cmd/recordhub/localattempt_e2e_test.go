@@ -28,31 +28,16 @@ func TestWorkerKilledDuringLocalAttempt(t *testing.T) {
 		mu       sync.Mutex
 		attempts []string
 	)
-	held, release := make(chan struct{}, 1), make(chan struct{})
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Read to the end, so that the server notices the connection close.
-		io.Copy(io.Discard, r.Body)
+	url, held := holdingReceiver(t, func(r *http.Request, _ []byte) bool {
 		mu.Lock()
+		defer mu.Unlock()
 		attempts = append(attempts, r.Header.Get("X-Webhook-Attempt"))
-		first := len(attempts) == 1
-		mu.Unlock()
-		if first {
-			// Held until the worker that sent it is gone.
-			held <- struct{}{}
-			select {
-			case <-r.Context().Done():
-			case <-release:
-			}
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(recv.Close)
-	t.Cleanup(func() { close(release) })
+		return len(attempts) == 1
+	})
 
 	child := startChild(t, cfg)
 	mod := jsonCall(t, "POST", child.base+"/api/admin/modules", key, map[string]any{"slug": "lost", "name": "Lost", "fields": []any{}})
-	ep := jsonCall(t, "POST", child.base+"/api/admin/webhook-endpoints", key, map[string]any{"url": recv.URL, "events": []string{"record_created"}})
+	ep := jsonCall(t, "POST", child.base+"/api/admin/webhook-endpoints", key, map[string]any{"url": url, "events": []string{"record_created"}})
 	jsonCall(t, "POST", child.base+"/api/modules/"+mod["id"].(string)+"/records", key, map[string]any{"fields": map[string]any{}})
 	select {
 	case <-held:
@@ -94,4 +79,30 @@ func TestWorkerKilledDuringLocalAttempt(t *testing.T) {
 	if !slices.Equal(attempts, []string{"1", "2"}) {
 		t.Errorf("X-Webhook-Attempt of the requests received: %q, want 1 then 2", attempts)
 	}
+}
+
+// holdingReceiver is a receiver for tests that kill the worker while a
+// request waits: it answers 204, except to a request that hold (given the
+// request and its whole body) says to hold, which it answers only once the
+// worker that sent it is gone (the connection closed) or the test ends. held
+// receives once for each request held.
+func holdingReceiver(t *testing.T, hold func(r *http.Request, body []byte) bool) (url string, held <-chan struct{}) {
+	t.Helper()
+	h, release := make(chan struct{}, 1), make(chan struct{})
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Read to the end, so that the server notices the connection close.
+		body, _ := io.ReadAll(r.Body)
+		if !hold(r, body) {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		h <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(recv.Close)
+	t.Cleanup(func() { close(release) })
+	return recv.URL, h
 }

@@ -4,9 +4,7 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
@@ -32,41 +30,27 @@ func TestOrderedWorkerKilled(t *testing.T) {
 		mu       sync.Mutex
 		versions []int64
 	)
-	held, release := make(chan struct{}, 1), make(chan struct{})
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url, held := holdingReceiver(t, func(_ *http.Request, b []byte) bool {
 		var body struct {
 			Record struct {
 				Version int64 `json:"version"`
 			} `json:"record"`
 		}
-		b, _ := io.ReadAll(r.Body)
 		if err := json.Unmarshal(b, &body); err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			return
+			body.Record.Version = -1 // out of any order: the test fails on it
 		}
 		mu.Lock()
+		defer mu.Unlock()
 		first := !slices.Contains(versions, holdAt)
 		versions = append(versions, body.Record.Version)
-		mu.Unlock()
-		if body.Record.Version == holdAt && first {
-			// Held until the worker that sent it is gone.
-			held <- struct{}{}
-			select {
-			case <-r.Context().Done():
-			case <-release:
-			}
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(recv.Close)
-	t.Cleanup(func() { close(release) })
+		return body.Record.Version == holdAt && first
+	})
 
 	child := startChild(t, cfg)
 	mod := jsonCall(t, "POST", child.base+"/api/admin/modules", key, map[string]any{"slug": "ordered", "name": "Ordered",
 		"fields": []any{map[string]any{"name": "n", "type": "integer"}}})
 	modID := mod["id"].(string)
-	jsonCall(t, "POST", child.base+"/api/admin/webhook-endpoints", key, map[string]any{"url": recv.URL,
+	jsonCall(t, "POST", child.base+"/api/admin/webhook-endpoints", key, map[string]any{"url": url,
 		"events": []string{"record_created", "record_updated"}, "module_ids": []string{modID}, "ordering": "record"})
 	rec := jsonCall(t, "POST", child.base+"/api/modules/"+modID+"/records", key, map[string]any{"fields": map[string]any{"n": 0}})
 	for i := 1; i <= updates; i++ {
