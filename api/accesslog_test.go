@@ -406,8 +406,24 @@ func TestKeyUsageCounts(t *testing.T) {
 type blockingStore struct {
 	entered chan struct{}
 	release chan struct{}
-	mu      sync.Mutex
-	rows    []models.AccessLog
+	insertedLogs
+}
+
+// insertedLogs are the rows a fake store took, under its lock.
+type insertedLogs struct {
+	mu   sync.Mutex
+	rows []models.AccessLog
+}
+
+// ids returns the ids of the rows taken, in order.
+func (l *insertedLogs) ids() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.rows {
+		out = append(out, r.ID)
+	}
+	return out
 }
 
 func newBlockingStore() *blockingStore {
@@ -421,16 +437,6 @@ func (s *blockingStore) InsertAccessLogs(ctx context.Context, logs []models.Acce
 	defer s.mu.Unlock()
 	s.rows = append(s.rows, logs...)
 	return nil
-}
-
-func (s *blockingStore) ids() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, r := range s.rows {
-		out = append(out, r.ID)
-	}
-	return out
 }
 
 // recordingStore keeps every batch it is given.
@@ -769,9 +775,8 @@ func TestInboundTokensStayOutOfAccessLogs(t *testing.T) {
 
 // failingStore refuses every batch while down, then keeps what it is given.
 type failingStore struct {
-	mu   sync.Mutex
-	down bool
-	rows []models.AccessLog
+	insertedLogs // its lock also guards down
+	down         bool
 }
 
 func (s *failingStore) InsertAccessLogs(ctx context.Context, logs []models.AccessLog) error {
@@ -788,16 +793,6 @@ func (s *failingStore) setDown(down bool) {
 	s.mu.Lock()
 	s.down = down
 	s.mu.Unlock()
-}
-
-func (s *failingStore) ids() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, r := range s.rows {
-		out = append(out, r.ID)
-	}
-	return out
 }
 
 // TestAccessLogWriterKeepsNewestPastCap: rows the store refuses are kept
