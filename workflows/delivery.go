@@ -165,6 +165,29 @@ func localOptions(in DeliveryInput) workflow.LocalActivityOptions {
 	}
 }
 
+// maxWorkflowTaskTimeout is the longest workflow task timeout Temporal
+// takes; a longer one is cut to it.
+const maxWorkflowTaskTimeout = 120 * time.Second
+
+// workflowTaskTimeout is a delivery's workflow task timeout: long enough
+// that the local first attempt, which runs inside the workflow task for up
+// to the attempt timeout and rowMargin, ends before the task needs a
+// heartbeat (the SDK sends one once a local activity has run for 80 % of
+// the task's timeout). With Temporal's default of 10 s, every first attempt
+// at a receiver that holds the request for most of the 30 s timeout cost
+// three heartbeats, each a write to the execution: a thousand such
+// receivers overloaded the server, whose writes then timed out, whose
+// tasks timed out, and whose attempts ran again. It also keeps a first
+// attempt from being run again while it is still in flight: the task can
+// time out, and another worker run the attempt again, only after the
+// first run's own deadline. The price: a worker that dies holding a
+// delivery's workflow task leaves it for this long, not 10 s, before
+// another worker takes it.
+func (p RetryPolicy) workflowTaskTimeout() time.Duration {
+	p = p.withDefaults()
+	return min((p.AttemptTimeout+rowMargin)*5/4+5*time.Second, maxWorkflowTaskTimeout)
+}
+
 // delayAfter is the schedule's delay after attempt n (from 1), as Temporal
 // computes it: Initial, times BackoffCoefficient for each attempt after
 // the first, capped at MaxInterval.
@@ -285,13 +308,20 @@ func attemptInput(in DeliveryInput, first int) activities.AttemptInput {
 }
 
 // localAttempt makes the delivery's first attempt as a local activity.
-// Run again after its worker was lost (the workflow task timed out, and
-// this is a later one), it takes its number from the run's rows: the lost
-// attempt may have reached the receiver, and counts.
+// Run again after its worker was lost, it takes its number from the run's
+// rows: the lost attempt may have reached the receiver, and counts. It
+// runs again when the workflow task that ran it timed out, and then either
+// of two things tells: the history has grown past the first workflow task
+// (the task timed out before it completed), or the code is replaying (the
+// task was completed by a heartbeat, which the SDK sends while a local
+// activity outlasts most of the task's timeout, and a later task timed
+// out; the replay then stands at the first task, whose history length is
+// the first task's, and only replaying tells). A local attempt whose
+// marker is in the history is never run again, whatever this says.
 func localAttempt(ctx workflow.Context, in DeliveryInput) (activities.AttemptOutput, error) {
 	a := attemptInput(in, 1)
 	a.RetryMax = retryMax(in.RetryMax)
-	a.Renumber = workflow.GetInfo(ctx).GetCurrentHistoryLength() > firstWorkflowTaskLength
+	a.Renumber = workflow.IsReplaying(ctx) || workflow.GetInfo(ctx).GetCurrentHistoryLength() > firstWorkflowTaskLength
 	opts := localOptions(in)
 	opts.Summary = "attempt 1"
 	if a.Renumber {

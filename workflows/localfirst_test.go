@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,9 +26,13 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
 )
 
 // attemptEvents is what a delivery's history shows of its attempts.
@@ -325,5 +331,146 @@ func TestLocalFirstAttemptOnServer(t *testing.T) {
 	}
 	if n := health.ConsecutiveFailures; n != 1 {
 		t.Errorf("endpoint's consecutive failures %d, want 1: one failed delivery", n)
+	}
+}
+
+// cuttableConn makes a client's calls to Temporal fail once cut, as a
+// worker's do when its process is frozen or cut off while its workflow
+// task runs: the task's heartbeat is lost, and the server gives the task
+// to another worker when it times out.
+type cuttableConn struct{ cut atomic.Bool }
+
+func (c *cuttableConn) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if c.cut.Load() {
+		return status.Error(codes.Unavailable, "cut off by the test")
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+// TestLocalAttemptRunAgainIsNextAttempt runs a local first attempt that
+// outlasts its workflow task, so that the worker heartbeats the task (a
+// completed workflow task in the history), then cuts that worker off:
+// the task times out, another worker replays the execution and runs the
+// local attempt again while the first one still waits at the receiver.
+// The second request must be numbered 2, never a second attempt 1, and
+// each number has one row.
+func TestLocalAttemptRunAgainIsNextAttempt(t *testing.T) {
+	ts := temporalServer(t)
+	ctx := t.Context()
+	var (
+		mu       sync.Mutex
+		attempts []string
+	)
+	first := make(chan struct{})
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		attempts = append(attempts, r.Header.Get("X-Webhook-Attempt"))
+		n := len(attempts)
+		mu.Unlock()
+		if n == 1 {
+			// Held until the attempt's timeout: in flight while the
+			// workflow task moves to the other worker.
+			close(first)
+			<-r.Context().Done()
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer recv.Close()
+
+	f := newFixture(t, models.SQLite)
+	ep, _, err := f.store.CreateEndpoint(ctx, f.tenantID,
+		models.EndpointInput{URL: &recv.URL, Events: &[]string{models.EventRecordCreated}},
+		func(context.Context, string) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := f.record(t)
+	d, err := activities.NewDeliverer(f.store, activities.Config{Timeout: 8 * time.Second, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const queue = "local-again"
+	conn := &cuttableConn{}
+	frozen := ts.NewClientWithOptions(client.Options{Logger: quietLogger(t), ConnectionOptions: client.ConnectionOptions{
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(conn.intercept)},
+	}})
+	w1 := worker.New(frozen, queue, worker.Options{})
+	Register(w1, d)
+	if err := w1.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w1.Stop()
+
+	in, err := deliveryInput(ev, ep, RetryPolicy{Initial: time.Second, MaxInterval: time.Second, AttemptTimeout: 8 * time.Second}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := WorkflowID(ev.ID, ep.ID)
+	opts := startOptions(id, queue, in, false)
+	// A workflow task far shorter than the attempt: the worker heartbeats
+	// it while the receiver holds the request.
+	opts.WorkflowTaskTimeout = 2 * time.Second
+	c := ts.GetDefaultClient()
+	run, err := c.ExecuteWorkflow(ctx, opts, DeliveryWorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-first:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first attempt did not reach the receiver")
+	}
+	storetest.Eventually(t, 30*time.Second, "the worker to heartbeat its workflow task", func() bool {
+		for _, e := range history(ctx, t, c, id, run.GetRunID()).GetEvents() {
+			if e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+				return true
+			}
+		}
+		return false
+	})
+	conn.cut.Store(true)
+	w2 := worker.New(c, queue, worker.Options{})
+	Register(w2, d)
+	if err := w2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+
+	var out DeliveryOutput
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := slices.Clone(attempts)
+	mu.Unlock()
+	// On a busy machine the other worker's own workflow task may time out
+	// too, and run the attempt yet again: each run has a number of its own.
+	sent := map[string]int{}
+	for _, n := range got {
+		if sent[n]++; sent[n] > 1 {
+			t.Errorf("X-Webhook-Attempt %s sent %d times (all: %v)", n, sent[n], got)
+		}
+	}
+	if len(got) < 2 || got[0] != "1" {
+		t.Errorf("X-Webhook-Attempt received %v, want 1 and then the attempt run again", got)
+	}
+	if out.Attempts != len(got) || !out.Succeeded {
+		t.Errorf("delivery output %+v, want attempt %d succeeded", out, len(got))
+	}
+	rows, _, err := f.store.ListDeliveries(ctx, f.tenantID, models.DeliveryQuery{Page: models.Page{Page: 1, Limit: 100}, EndpointID: ep.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var numbers, want []string
+	for _, r := range rows {
+		numbers = append(numbers, strconv.Itoa(r.Attempt))
+	}
+	want = slices.Clone(got)
+	slices.Sort(numbers)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, numbers); diff != "" {
+		t.Errorf("rows' attempt numbers against the requests' (-want +got):\n%s", diff)
 	}
 }

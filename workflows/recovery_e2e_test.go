@@ -103,16 +103,22 @@ func quietLogger(tb testing.TB) log.Logger {
 // recoveryTemporal starts a Temporal server in-process for the test and
 // returns its client, the delivery search attributes registered.
 func recoveryTemporal(tb testing.TB) client.Client {
+	return temporalServer(tb).GetDefaultClient()
+}
+
+// temporalServer starts a Temporal server in-process for the test, the
+// delivery search attributes registered, for tests that need more than
+// its default client.
+func temporalServer(tb testing.TB) *temporaltest.TestServer {
 	if testing.Short() {
 		tb.Skip("needs an in-process Temporal server; skipped by -short")
 	}
 	ts := temporaltest.NewServer(temporaltest.WithBaseClientOptions(client.Options{Logger: quietLogger(tb)}))
 	tb.Cleanup(ts.Stop)
-	c := ts.GetDefaultClient()
-	if err := RegisterSearchAttributes(tb.Context(), c, ts.GetDefaultNamespace()); err != nil {
+	if err := RegisterSearchAttributes(tb.Context(), ts.GetDefaultClient(), ts.GetDefaultNamespace()); err != nil {
 		tb.Fatal(err)
 	}
-	return c
+	return ts
 }
 
 func newRecoveryRig(tb testing.TB, c client.Client, d models.Dialect) *recoveryRig {

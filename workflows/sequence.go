@@ -169,6 +169,7 @@ func childOptions(in DeliveryInput) workflow.ChildWorkflowOptions {
 		TypedSearchAttributes: o.TypedSearchAttributes,
 		StaticSummary:         o.StaticSummary,
 		Priority:              o.Priority,
+		WorkflowTaskTimeout:   o.WorkflowTaskTimeout,
 	}
 }
 

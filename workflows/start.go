@@ -66,6 +66,7 @@ func startOptions(id, queue string, in DeliveryInput, eager bool) client.StartWo
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		WorkflowTaskTimeout:                      in.Policy.workflowTaskTimeout(),
 		EnableEagerStart:                         eager,
 		Priority:                                 temporal.Priority{FairnessKey: in.TenantID},
 		TypedSearchAttributes:                    searchAttributes(in),
