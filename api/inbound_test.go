@@ -841,8 +841,10 @@ func TestInboundForgedCallsHaveTheirOwnBudget(t *testing.T) {
 		signed(h.path).want(404)
 		e.call("POST", newPath, "", body, forgeries[0]...).want(429)
 		accepted := 1
-		for range models.InboundRateLimit {
-			r := signed(newPath)
+		for i := range models.InboundRateLimit {
+			// Each a new message: a repeat would be charged to the source.
+			fresh := fmt.Sprintf(`{"order":{"id":"F-%d"}}`, i+2)
+			r := e.call("POST", newPath, "", fresh, signedBy("sha256", "", fresh)...)
 			if r.status != 202 {
 				if r.status != 429 {
 					t.Fatalf("signed call answered %d %s", r.status, r.body)
@@ -853,6 +855,204 @@ func TestInboundForgedCallsHaveTheirOwnBudget(t *testing.T) {
 		}
 		if accepted != models.InboundRateLimit {
 			t.Errorf("%d signed calls accepted, want the sender's %d", accepted, models.InboundRateLimit)
+		}
+	})
+}
+
+// replayLimiters are the limiters the replay tests run with: in process on
+// a stopped clock (no budget refills while the test runs, so counts are
+// exact), and Redis, whose clock runs (a budget refills a call a second).
+var replayLimiters = []struct {
+	name   string
+	frozen bool
+	opt    func(t *testing.T) envOption
+}{
+	{"memory", true, func(*testing.T) envOption {
+		frozen := time.Now()
+		return withLimiter(ratelimit.NewMemory(func() time.Time { return frozen }))
+	}},
+	{"redis", false, func(t *testing.T) envOption { return withLimiter(redisLimiter(t, limiterPrefix())) }},
+}
+
+// signedBy returns the headers that sign body under scheme with
+// inboundSecret; id is Standard Webhooks' webhook-id.
+func signedBy(scheme, id, body string) []string {
+	if scheme == "standard_webhooks" {
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		mac := hmac.New(sha256.New, []byte(inboundSecret))
+		mac.Write([]byte(id + "." + ts + "." + body))
+		return []string{"webhook-id", id, "webhook-timestamp", ts, "webhook-signature", "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))}
+	}
+	return []string{"X-Webhook-Signature", "sha256=" + hexMAC(inboundSecret, body)}
+}
+
+// resend sends one call again until the answer is 429 three times (at most
+// three budgets' worth), and counts the answers; every other answer must
+// be want.
+func resend(t *testing.T, e *env, path, body string, headers []string, want func(r *resp)) map[int]int {
+	t.Helper()
+	statuses := map[int]int{}
+	for i := 0; statuses[429] < 3 && i < 3*models.InboundRateLimit; i++ {
+		r := e.call("POST", path, "", body, headers...)
+		statuses[r.status]++
+		if r.status == 429 {
+			if r.errorCode() != "rate_limited" || r.header.Get("Retry-After") == "" {
+				t.Errorf("429 answer %s, headers %v", r.body, r.header)
+			}
+			continue
+		}
+		want(r)
+	}
+	return statuses
+}
+
+// A captured signed call sent again and again (a replay) is answered from
+// what is stored and charged to a budget of the replayer's own: the
+// sender's next call passes, and the replays write no inbound event. They
+// are in the access log, like every call.
+func TestInboundReplaysCostTheReplayer(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		for _, l := range replayLimiters {
+			for _, scheme := range []string{"sha256", "standard_webhooks"} {
+				t.Run(l.name+"/"+scheme, func(t *testing.T) {
+					e := newEnv(t, d, l.opt(t))
+					cfg := orderConfig(map[string]any{"secret": inboundSecret, "signature_scheme": scheme})
+					cfg["match_fields"] = []string{} // every applied call creates
+					h := e.configureInbound("orders", cfg)
+					body := `{"order":{"id":"P-1"}}`
+					captured := signedBy(scheme, "msg_1", body)
+					first := e.call("POST", h.path, "", body, captured...).want(202)
+
+					statuses := resend(t, e, h.path, body, captured, func(r *resp) {
+						t.Helper()
+						if r.status != 202 || r.header.Get("Idempotent-Replayed") != "true" || string(r.body) != string(first.body) {
+							t.Fatalf("replay answered %d %s, Idempotent-Replayed %q; want 202 %s", r.status, r.body, r.header.Get("Idempotent-Replayed"), first.body)
+						}
+					})
+					if statuses[202] < models.InboundRateLimit || statuses[429] != 3 || (l.frozen && statuses[202] != models.InboundRateLimit) {
+						t.Errorf("replays answered %v, want %d (more as the budget refills) answered as the first call, then 429", statuses, models.InboundRateLimit)
+					}
+
+					// The sender's budget is the sender's: one call spent.
+					r := e.call("POST", h.path, "", `{"order":{"id":"P-2"}}`, signedBy(scheme, "msg_2", `{"order":{"id":"P-2"}}`)...)
+					if r.status != 202 || r.json()["action"] != "created" || r.header.Get("Idempotent-Replayed") != "" {
+						t.Fatalf("the sender's next call after %v replays answered %d %s", statuses, r.status, r.body)
+					}
+					if got, _ := strconv.Atoi(r.header.Get("X-RateLimit-Remaining")); got < models.InboundRateLimit-2 {
+						t.Errorf("X-RateLimit-Remaining after the sender's second call: %d, want at least %d", got, models.InboundRateLimit-2)
+					}
+
+					// Nothing written but the sender's two calls.
+					kept := e.inboundEvents(h.moduleID)
+					if len(kept) != 2 || kept[0].DuplicateOf != nil || kept[1].DuplicateOf != nil {
+						t.Errorf("%d inbound events after two calls and %v replays, want 2: %+v", len(kept), statuses, kept)
+					}
+					if total := e.call("GET", "/api/modules/"+h.moduleID+"/records", e.admin, nil).want(200).json()["total"]; total != float64(2) {
+						t.Errorf("%v records, want 2", total)
+					}
+
+					// Every call is in the access log.
+					e.flushLogs()
+					e.waitForLogs(url.Values{"method": {"POST"}, "status": {"202"}}, 2+statuses[202])
+					e.waitForLogs(url.Values{"method": {"POST"}, "status": {"429"}}, statuses[429])
+				})
+			}
+		}
+	})
+}
+
+// A signed call that failed is processed anew when sent again (a mapping
+// may have been fixed since), but sent again it is charged to the
+// source's budget, not the sender's: a captured call that fails cannot
+// lock the sender out either.
+func TestInboundRetriesOfFailedSignedCallsCostTheirSource(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		for _, l := range replayLimiters {
+			t.Run(l.name, func(t *testing.T) {
+				e := newEnv(t, d, l.opt(t))
+				// The order total goes to the email field: a call with a total is refused.
+				cfg := orderConfig(map[string]any{"secret": inboundSecret})
+				cfg["match_fields"] = []string{}
+				rules := cfg["mapping"].([]map[string]any)
+				rules[1]["field"], rules[2]["field"] = "email", "total"
+				h := e.configureInbound("orders", cfg)
+				body := `{"order":{"id":"Q-1","total":7}}`
+				captured := signedBy("sha256", "", body)
+				e.call("POST", h.path, "", body, captured...).want(422)
+
+				statuses := resend(t, e, h.path, body, captured, func(r *resp) {
+					t.Helper()
+					if r.status != 422 || r.errorCode() != "mapping_failed" || r.header.Get("Idempotent-Replayed") != "" {
+						t.Fatalf("the failed call sent again answered %d %s", r.status, r.body)
+					}
+				})
+				if statuses[422] < models.InboundRateLimit || statuses[429] != 3 || (l.frozen && statuses[422] != models.InboundRateLimit) {
+					t.Errorf("the failed call sent again answered %v, want %d (more as the budget refills) 422, then 429", statuses, models.InboundRateLimit)
+				}
+
+				e.call("POST", h.path, "", `{"order":{"id":"Q-2"}}`, signedBy("sha256", "", `{"order":{"id":"Q-2"}}`)...).want(202)
+				// Each call processed is kept, as the calls refused by a budget are.
+				if n, want := len(e.inboundEvents(h.moduleID)), 2+statuses[422]+statuses[429]; n != want {
+					t.Errorf("%d inbound events, want %d", n, want)
+				}
+			})
+		}
+	})
+}
+
+// A repeat of a signed call sent while the first is still being applied
+// may not be known as a repeat before its budget is charged: such a repeat
+// is charged to the sender and kept as a duplicate. Either way the calls
+// make one record and answer as the first.
+func TestInboundConcurrentSignedRepeatsApplyOnce(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		cfg := orderConfig(map[string]any{"secret": inboundSecret})
+		cfg["match_fields"] = []string{} // every applied call creates
+		h := e.configureInbound("orders", cfg)
+		body := `{"order":{"id":"C-1"}}`
+		const n = 8
+		answers := make(chan *resp, n)
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers <- e.call("POST", h.path, "", body, signedBy("sha256", "", body)...)
+			}()
+		}
+		wg.Wait()
+		close(answers)
+		bodies, replayed := map[string]int{}, 0
+		for r := range answers {
+			if r.status != 202 {
+				t.Fatalf("concurrent repeat: %d %s", r.status, r.body)
+			}
+			bodies[string(r.body)]++
+			if r.header.Get("Idempotent-Replayed") == "true" {
+				replayed++
+			}
+		}
+		if len(bodies) != 1 || replayed != n-1 {
+			t.Errorf("%d concurrent repeats answered %v, %d of them replayed; want one answer, %d replayed", n, bodies, replayed, n-1)
+		}
+		var applied []string
+		kept := e.inboundEvents(h.moduleID)
+		for _, ev := range kept {
+			if ev.DuplicateOf == nil {
+				applied = append(applied, ev.ID)
+			}
+		}
+		for _, ev := range kept {
+			if ev.DuplicateOf != nil && (len(applied) != 1 || *ev.DuplicateOf != applied[0]) {
+				t.Errorf("event %s is a duplicate of %s, want of the one applied call %v", ev.ID, *ev.DuplicateOf, applied)
+			}
+		}
+		if len(applied) != 1 {
+			t.Errorf("%d calls applied, want 1", len(applied))
+		}
+		if total := e.call("GET", "/api/modules/"+h.moduleID+"/records", e.admin, nil).want(200).json()["total"]; total != float64(1) {
+			t.Errorf("%v records, want 1", total)
 		}
 	})
 }

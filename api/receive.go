@@ -30,16 +30,22 @@ var keptHeaders = []string{
 // token), the rate limit, the body's size, whether the webhook is enabled,
 // the content type, the signature, the JSON; then the mapping. Every call
 // that names a webhook is kept as an inbound event, whatever its outcome,
-// before the answer is sent. A call that repeats an applied call's
-// delivery id is answered as that call was, and applied once.
+// before the answer is sent, except a signed repeat of an applied call. A
+// call that repeats an applied call's delivery id is answered as that call
+// was, and applied once.
 //
 // The webhook's budget of InboundRateLimit calls a minute belongs to its
 // sender: when the webhook has a secret, only calls whose signature
-// verifies are charged to it, after the body is read. Every other call is
-// charged to a budget of its own per webhook and source address
-// (unverifiedBudget), before the body is read when its signature headers
-// alone already fail, so that a flood of forged calls neither locks the
-// sender out nor costs a body read once that budget is spent.
+// verifies and whose signed id no earlier call carried are charged to it,
+// after the body is read. Every other call is charged to a budget of its
+// own per webhook and source address (sourceBudget): a call whose
+// signature fails, before the body is read when its signature headers
+// alone already fail; and a signed call sent again, by its sender or by
+// anybody who captured it. So neither a flood of forged calls nor one of
+// replayed ones locks the sender out, and a forged one costs no body read
+// once that budget is spent. A replay of an applied call is recognised
+// before any budget is taken and writes nothing: it is answered from the
+// stored call (replayInbound).
 func (s *Server) receiveInbound(c *gin.Context) {
 	w, err := s.store.LookupInbound(c.Request.Context(), c.Param("moduleSlug"), c.Param("token"))
 	if err != nil {
@@ -58,7 +64,7 @@ func (s *Server) receiveInbound(c *gin.Context) {
 		ID: models.NewID(models.PrefixInboundEvent), TenantID: w.TenantID, ModuleID: w.ModuleID, WebhookID: w.ID,
 		RequestID: cl.requestID, Headers: keptHeadersOf(h), IP: c.ClientIP(), ReceivedAt: now.UTC(),
 	}
-	senderBudget, unverifiedBudget := "inbound:"+w.ID, "inbound-unverified:"+w.ID+":"+sourceOf(c.ClientIP())
+	senderBudget, sourceBudget := "inbound:"+w.ID, "inbound-source:"+w.ID+":"+sourceOf(c.ClientIP())
 
 	scheme, _ := inbound.ParseScheme(w.SignatureScheme)
 	secret, signed, sigErr := s.store.InboundSecret(w)
@@ -71,7 +77,7 @@ func (s *Server) receiveInbound(c *gin.Context) {
 	if !signed || sigErr != nil {
 		budget := senderBudget
 		if signed {
-			budget = unverifiedBudget
+			budget = sourceBudget
 		}
 		if !s.allowInbound(ctx, c, ev, budget, false) {
 			return
@@ -98,15 +104,34 @@ func (s *Server) receiveInbound(c *gin.Context) {
 		} else {
 			sigErr = &inbound.Error{Message: "the body could not be verified"}
 		}
-		budget := senderBudget
+		budget, id := senderBudget, ""
 		if sigErr != nil {
-			budget = unverifiedBudget
+			budget = sourceBudget
+		} else {
+			// Only a signed id tells a repeat: anybody can send any
+			// unsigned one.
+			id = inbound.MessageID(scheme, h, body)
+			applied, seen, err := s.store.InboundDelivery(ctx, w.ID, id)
+			switch {
+			case err != nil:
+				// Not charged: a database that cannot answer this
+				// cannot apply the call either.
+				s.rejectInbound(ctx, c, ev, err)
+				return
+			case applied != nil:
+				s.replayInbound(ctx, c, applied, sourceBudget)
+				return
+			case seen:
+				// A retry of a call that failed is processed anew (its
+				// mapping may have been fixed since), but it is a
+				// repeat all the same.
+				budget = sourceBudget
+			}
 		}
 		if !s.allowInbound(ctx, c, ev, budget, true) {
 			return
 		}
 		if sigErr == nil {
-			id := inbound.MessageID(scheme, h, body)
 			ev.DeliveryID = &id
 		}
 	}
@@ -146,17 +171,38 @@ func (s *Server) receiveInbound(c *gin.Context) {
 	c.JSON(http.StatusAccepted, inboundAnswer{RecordID: *ev.RecordID, Action: *ev.Action})
 }
 
-// allowInbound charges one call to budget. When the budget is spent it
-// keeps the call, without its body, answers 429 and returns false. When the
-// limiter itself fails the call passes, as elsewhere.
-func (s *Server) allowInbound(ctx context.Context, c *gin.Context, ev *models.InboundEvent, budget string, read bool) bool {
+// replayInbound answers a signed call that repeats an applied call, its
+// sender's retry or anybody's replay of a captured call, as the applied
+// call was answered. It writes nothing: the access log has the call. It is
+// charged to budget, its source's, and answers 429 once that is spent:
+// replays cost whoever sends them, never the webhook's sender.
+func (s *Server) replayInbound(ctx context.Context, c *gin.Context, applied *models.InboundEvent, budget string) {
+	if !s.chargeInbound(ctx, c, budget) {
+		s.metrics.inbound.WithLabelValues(codeRateLimited).Inc()
+		return
+	}
+	c.Header("Idempotent-Replayed", "true")
+	s.metrics.inbound.WithLabelValues("duplicate").Inc()
+	c.JSON(http.StatusAccepted, inboundAnswer{RecordID: *applied.RecordID, Action: *applied.Action})
+}
+
+// chargeInbound charges one call to budget. When the budget is spent it
+// answers 429 and returns false. When the limiter itself fails the call
+// passes, as elsewhere.
+func (s *Server) chargeInbound(ctx context.Context, c *gin.Context, budget string) bool {
 	res, err := s.limiter.Allow(ctx, budget, models.InboundRateLimit)
 	if err != nil {
 		s.metrics.limiterErrors.Inc()
 		s.log.WarnContext(ctx, "rate limiter failed; letting the request through", "request_id", requestID(c), "error", err)
 		return true
 	}
-	if s.applyLimit(c, res) {
+	return s.applyLimit(c, res)
+}
+
+// allowInbound charges one call to budget (chargeInbound). When the budget
+// is spent it also keeps the call, without its body.
+func (s *Server) allowInbound(ctx context.Context, c *gin.Context, ev *models.InboundEvent, budget string, read bool) bool {
+	if s.chargeInbound(ctx, c, budget) {
 		return true
 	}
 	msg := "rate limit exceeded; the body was not kept"
@@ -172,9 +218,9 @@ func (s *Server) allowInbound(ctx context.Context, c *gin.Context, ev *models.In
 	return false
 }
 
-// sourceOf is the source an unverified call is counted against: its
-// address, or for IPv6 its /64, which one host usually holds whole and
-// could otherwise spread a flood over.
+// sourceOf is the source that a call not charged to the sender is counted
+// against: its address, or for IPv6 its /64, which one host usually holds
+// whole and could otherwise spread a flood over.
 func sourceOf(ip string) string {
 	a, err := netip.ParseAddr(ip)
 	if err != nil || !a.Is6() || a.Is4In6() {

@@ -331,6 +331,26 @@ func (s *Store) RecordInboundEvent(ctx context.Context, ev *InboundEvent) error 
 	return s.write(ctx, func(tx *gorm.DB) error { return s.insertInboundEvent(tx, ev) })
 }
 
+// InboundDelivery tells what became of the earlier calls to webhook
+// webhookID that carried deliveryID: applied is the call that applied it,
+// nil when none did, and seen whether any call carrying it was kept.
+func (s *Store) InboundDelivery(ctx context.Context, webhookID, deliveryID string) (applied *InboundEvent, seen bool, err error) {
+	var first InboundEvent
+	err = s.r.WithContext(ctx).Where("webhook_id = ? AND delivery_id = ? AND duplicate_of IS NULL AND status = 202", webhookID, deliveryID).Take(&first).Error
+	if err == nil {
+		return &first, true, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, false, fmt.Errorf("find applied delivery: %w", err)
+	}
+	var ids []string
+	err = s.r.WithContext(ctx).Model(&InboundEvent{}).Where("webhook_id = ? AND delivery_id = ?", webhookID, deliveryID).Limit(1).Pluck("id", &ids).Error
+	if err != nil {
+		return nil, false, fmt.Errorf("find delivery: %w", err)
+	}
+	return nil, len(ids) > 0, nil
+}
+
 // Replayable reports whether a kept call can be applied again: only a call
 // whose whole body was read and whose signature passed (its status says
 // it got past those checks).

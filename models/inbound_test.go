@@ -745,3 +745,61 @@ func TestDeleteModuleRemovesInbound(t *testing.T) {
 		}
 	})
 }
+
+func TestInboundDelivery(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d models.Dialect) {
+		ctx := context.Background()
+		s := storetest.Open(t, d)
+		e := newInboundEnv(t, s, models.InboundInput{Mapping: inboundRules, Enabled: true})
+		other := newInboundEnv(t, s, models.InboundInput{Mapping: inboundRules, Enabled: true})
+		// send applies body with a delivery id and, as the receiver does,
+		// keeps a refused call.
+		send := func(e *inboundEnv, id, body string) *models.InboundEvent {
+			t.Helper()
+			ev := &models.InboundEvent{
+				ID: models.NewID(models.PrefixInboundEvent), TenantID: e.w.TenantID, ModuleID: e.w.ModuleID, WebhookID: e.w.ID,
+				RequestID: models.NewID(models.PrefixRequest), Body: body, BodySize: len(body), DeliveryID: &id, ReceivedAt: time.Now(),
+			}
+			if _, err := s.ApplyInbound(ctx, e.w, decodePayload(t, body), ev); err != nil {
+				ev.SetError(422, "mapping_failed", err.Error(), nil)
+				if err := s.RecordInboundEvent(ctx, ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return ev
+		}
+		type found struct {
+			Applied string
+			Seen    bool
+		}
+		lookup := func(e *inboundEnv, id string) found {
+			t.Helper()
+			applied, seen, err := s.InboundDelivery(ctx, e.w.ID, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f found
+			if applied != nil {
+				f.Applied = applied.ID
+			}
+			f.Seen = seen
+			return f
+		}
+
+		if got := lookup(e, "d-1"); got != (found{}) {
+			t.Errorf("before any call: %+v, want nothing", got)
+		}
+		send(e, "d-1", `{"qty": 1}`) // no sku: refused
+		if got := lookup(e, "d-1"); got != (found{Seen: true}) {
+			t.Errorf("after a refused call: %+v, want seen, not applied", got)
+		}
+		first := send(e, "d-1", `{"item": {"sku": "A1"}}`)
+		send(e, "d-1", `{"item": {"sku": "A1"}}`) // a duplicate
+		if got, want := lookup(e, "d-1"), (found{Applied: first.ID, Seen: true}); got != want {
+			t.Errorf("after the call was applied and repeated: %+v, want %+v", got, want)
+		}
+		if got := lookup(other, "d-1"); got != (found{}) {
+			t.Errorf("another webhook: %+v, want nothing", got)
+		}
+	})
+}
