@@ -887,3 +887,47 @@ func TestWebhookEndpointModulesNamed(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhookEndpointLimit: a tenant's endpoints are bounded; one more
+// answers 409 naming the setting, concurrent creations included, and
+// another tenant is not counted; deleting one makes room.
+func TestWebhookEndpointLimit(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		db := storetest.NewDB(t, d)
+		e := newEnvOn(t, db.Open(t, models.Options{MaxEndpointsPerTenant: 5}))
+		body := map[string]any{"url": "https://hooks.example.com/a", "events": []string{"record_created"}}
+		var (
+			wg      sync.WaitGroup
+			created atomic.Int64
+		)
+		for range 8 {
+			wg.Go(func() {
+				r := e.call("POST", "/api/admin/webhook-endpoints", e.admin, body)
+				switch r.status {
+				case http.StatusCreated:
+					created.Add(1)
+				case http.StatusConflict:
+				default:
+					t.Errorf("create: %d %s", r.status, r.body)
+				}
+			})
+		}
+		wg.Wait()
+		if n := created.Load(); n != 5 {
+			t.Errorf("%d endpoints created of 8 concurrent creations, want 5", n)
+		}
+		var refused struct{ Error, Message string }
+		e.call("POST", "/api/admin/webhook-endpoints", e.admin, body).want(http.StatusConflict).decode(&refused)
+		if refused.Error != "conflict" || !strings.Contains(refused.Message, "RECORDHUB_MAX_ENDPOINTS_PER_TENANT") {
+			t.Errorf("refusal %+v, want conflict naming RECORDHUB_MAX_ENDPOINTS_PER_TENANT", refused)
+		}
+
+		other := newEnvOn(t, e.store)
+		other.call("POST", "/api/admin/webhook-endpoints", other.admin, body).want(http.StatusCreated)
+
+		list := e.call("GET", "/api/admin/webhook-endpoints", e.admin, nil).want(http.StatusOK).json()
+		first := list["data"].([]any)[0].(map[string]any)["id"].(string)
+		e.call("DELETE", "/api/admin/webhook-endpoints/"+first, e.admin, nil).want(http.StatusOK)
+		e.call("POST", "/api/admin/webhook-endpoints", e.admin, body).want(http.StatusCreated)
+	})
+}

@@ -37,6 +37,11 @@ type Event struct {
 	// event and until when (see ClaimEvents).
 	ClaimedBy    *string
 	ClaimedUntil *time.Time
+	// FanoutAfter is the id of the last endpoint, in id order, to which
+	// the dispatcher started the event's delivery while the event stayed
+	// pending: a round starts a bounded number of a tenant's deliveries,
+	// and the next one goes on after it. "" when none was started.
+	FanoutAfter string
 	// TraceParent is the W3C traceparent of the span that wrote the event
 	// (the API request, the inbound call, the attempt that disabled an
 	// endpoint), which its deliveries continue; empty without one.
@@ -437,6 +442,21 @@ func (s *Store) ReleaseEvents(ctx context.Context, owner string, ids []string) e
 	return nil
 }
 
+// ReleaseEventAfter gives up owner's claim on the pending event id, as
+// ReleaseEvents does, and records that its deliveries were started to
+// every endpoint up to after in id order (Event.FanoutAfter): the next
+// round starts those after it.
+func (s *Store) ReleaseEventAfter(ctx context.Context, owner, id, after string) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&Event{}).Where("id = ? AND claimed_by = ? AND dispatched_at IS NULL", id, owner).
+			Updates(map[string]any{"claimed_by": nil, "claimed_until": nil, "fanout_after": after}).Error
+	})
+	if err != nil {
+		return fmt.Errorf("release event %s: %w", id, err)
+	}
+	return nil
+}
+
 // MarkDispatched records that events' deliveries were started.
 func (s *Store) MarkDispatched(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
@@ -511,6 +531,29 @@ func (s *Store) SubscribedEndpoints(ctx context.Context, tenantID, t, moduleID s
 		if e.Subscribes(t, moduleID) {
 			out = append(out, e)
 		}
+	}
+	return out, nil
+}
+
+// dispatchColumns are the endpoint columns the dispatcher reads: what
+// chooses an event's endpoints and starts their deliveries, and the URL of
+// a skipped delivery's row. Not the secrets, the custom headers or the
+// health.
+var dispatchColumns = []string{"id", "tenant_id", "url", "events", "module_ids", "retry_max", "enabled", "event_filter", "ordering"}
+
+// DispatchEndpoints returns the endpoints of the tenants, disabled ones
+// included, by tenant and then id, with only the columns that dispatching
+// an event needs (dispatchColumns). A dispatcher round reads them once
+// for all its events; each tenant has a bounded number of endpoints, each
+// of bounded size.
+func (s *Store) DispatchEndpoints(ctx context.Context, tenantIDs []string) ([]WebhookEndpoint, error) {
+	if len(tenantIDs) == 0 {
+		return nil, nil
+	}
+	var out []WebhookEndpoint
+	if err := s.r.WithContext(ctx).Select(dispatchColumns).Where("tenant_id IN ?", tenantIDs).
+		Order("tenant_id, id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("endpoints to dispatch to: %w", err)
 	}
 	return out, nil
 }

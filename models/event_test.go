@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -188,5 +189,76 @@ func TestRecordEventBodies(t *testing.T) {
 	wantTypes := []string{"record_created", "record_updated", "status_change", "custom_data_updated", "record_deleted"}
 	if diff := cmp.Diff(types, wantTypes); diff != "" {
 		t.Errorf("events (-got +want):\n%s", diff)
+	}
+}
+
+// TestDispatchEndpointsAndProgress: the dispatcher's read of a round's
+// tenants' endpoints has what chooses and starts deliveries, by tenant and
+// id, and none of the secrets; an event released with its progress is
+// claimed again with it.
+func TestDispatchEndpointsAndProgress(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			s := storetest.Open(t, d)
+			var tenants []string
+			var want []string
+			for _, name := range []string{"a", "b", "c"} {
+				tenant, _, _, err := s.CreateTenant(ctx, name, "", 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tenants = append(tenants, tenant.ID)
+				for range 2 {
+					u, events, filter := "https://hooks.example.com/"+name, []string{models.EventRecordCreated}, map[string]any{}
+					headers := map[string]string{"Authorization": "Bearer x"}
+					ep, _, err := s.CreateEndpoint(ctx, tenant.ID, models.EndpointInput{URL: &u, Events: &events, Filter: &filter, Headers: &headers},
+						func(context.Context, string) error { return nil })
+					if err != nil {
+						t.Fatal(err)
+					}
+					if name != "c" {
+						want = append(want, ep.TenantID+" "+ep.ID)
+					}
+				}
+			}
+			eps, err := s.DispatchEndpoints(ctx, tenants[:2])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, ep := range eps {
+				got = append(got, ep.TenantID+" "+ep.ID)
+				if ep.Secret != "" || ep.Headers != "" || ep.URL == "" || len(ep.Events) != 1 || !ep.Enabled || ep.RetryMax != models.DefaultRetryMax {
+					t.Errorf("endpoint %s read as %+v: want what dispatching needs, no secret or headers", ep.ID, ep)
+				}
+			}
+			slices.Sort(want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("endpoints (-want +got):\n%s", diff)
+			}
+
+			slug, name := "things", "Things"
+			m, err := s.CreateModule(ctx, tenants[0], models.ModuleInput{Slug: &slug, Name: &name, Fields: &[]models.Field{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.CreateRecord(ctx, m, map[string]any{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			claim := models.Claim{Owner: "dsp_1", Limit: 10, Lease: time.Minute}
+			evs, err := s.ClaimEvents(ctx, claim)
+			if err != nil || len(evs) != 1 || evs[0].FanoutAfter != "" {
+				t.Fatalf("claimed %+v, %v: want one event, none started", evs, err)
+			}
+			if err := s.ReleaseEventAfter(ctx, "dsp_1", evs[0].ID, eps[0].ID); err != nil {
+				t.Fatal(err)
+			}
+			again, err := s.ClaimEvents(ctx, claim)
+			if err != nil || len(again) != 1 || again[0].FanoutAfter != eps[0].ID {
+				t.Fatalf("claimed again %+v, %v: want the event, started up to %s", again, err, eps[0].ID)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -53,6 +54,8 @@ type Store struct {
 	// countShards spreads per-module record counters over rows so that
 	// concurrent writers on PostgreSQL do not queue on one row lock.
 	countShards int
+	// maxEndpoints bounds a tenant's webhook endpoints.
+	maxEndpoints int
 	// pgConfig is how the key-change listener connects (PostgreSQL only).
 	pgConfig *pgx.ConnConfig
 	// stmts holds prepared statements of the hot read paths, by query.
@@ -114,6 +117,10 @@ type Options struct {
 	// connection of their own and after the commit, are not reported to
 	// OnStatement.
 	AnnounceEvents bool
+	// MaxEndpointsPerTenant bounds a tenant's webhook endpoints (each
+	// event's deliveries are one per endpoint that wants it);
+	// DefaultMaxEndpointsPerTenant when zero.
+	MaxEndpointsPerTenant int
 }
 
 // DefaultBusyTimeout lets another process (a CLI command, a backup) hold
@@ -255,11 +262,12 @@ func newStore(opts Options, d Dialect, shards int) (*Store, error) {
 		now = time.Now
 	}
 	s := &Store{
-		dialect:     d,
-		box:         opts.SecretBox,
-		now:         func() time.Time { return now().UTC().Truncate(time.Microsecond) },
-		countShards: shards,
-		eventWake:   make(chan struct{}, 1),
+		dialect:      d,
+		box:          opts.SecretBox,
+		now:          func() time.Time { return now().UTC().Truncate(time.Microsecond) },
+		countShards:  shards,
+		maxEndpoints: cmp.Or(opts.MaxEndpointsPerTenant, DefaultMaxEndpointsPerTenant),
+		eventWake:    make(chan struct{}, 1),
 		// Unquoted in LISTEN and NOTIFY: a plain lower-case identifier.
 		outboxChannel: outboxChannel,
 	}

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -241,11 +242,36 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID string, in Endpoint
 		return nil, "", ValidationError(errs)
 	}
 	e.Secret = s.box.Seal(secret, "webhook-secret:"+e.ID)
-	if err := s.w.WithContext(ctx).Create(e).Error; err != nil {
+	err = s.write(ctx, func(tx *gorm.DB) error {
+		if s.dialect == Postgres {
+			// Concurrent creations of one tenant's endpoints count one
+			// after another.
+			if err := tx.Exec("SELECT id FROM tenants WHERE id = ? FOR UPDATE", tenantID).Error; err != nil {
+				return err
+			}
+		}
+		var n int64
+		if err := tx.Model(&WebhookEndpoint{}).Where("tenant_id = ?", tenantID).Count(&n).Error; err != nil {
+			return err
+		}
+		if n >= int64(s.maxEndpoints) {
+			return Errorf(KindConflict, "the tenant has %d webhook endpoints, the most it may have (RECORDHUB_MAX_ENDPOINTS_PER_TENANT); delete one, or subscribe an existing endpoint to more events and modules", n)
+		}
+		return tx.Create(e).Error
+	})
+	if err != nil {
+		var appErr *Error
+		if errors.As(err, &appErr) {
+			return nil, "", appErr
+		}
 		return nil, "", fmt.Errorf("insert endpoint: %w", err)
 	}
 	return e, secret, nil
 }
+
+// DefaultMaxEndpointsPerTenant is a tenant's webhook endpoints at most,
+// unless the store's options say otherwise.
+const DefaultMaxEndpointsPerTenant = 100
 
 func applyEndpointInput(e *WebhookEndpoint, in EndpointInput) {
 	if in.URL != nil {

@@ -23,9 +23,12 @@ type Store interface {
 	ClaimEvents(ctx context.Context, c models.Claim) ([]models.Event, error)
 	// ReleaseEvents gives up the owner's claims on events still pending.
 	ReleaseEvents(ctx context.Context, owner string, ids []string) error
-	// SubscribedEndpoints returns the endpoints that want the event,
-	// disabled ones included.
-	SubscribedEndpoints(ctx context.Context, tenantID, eventType, moduleID string) ([]models.WebhookEndpoint, error)
+	// ReleaseEventAfter gives up the owner's claim on an event whose
+	// deliveries were started up to the endpoint after, in id order.
+	ReleaseEventAfter(ctx context.Context, owner, id, after string) error
+	// DispatchEndpoints returns the tenants' endpoints, disabled ones
+	// included, by tenant and id, with what dispatching needs.
+	DispatchEndpoints(ctx context.Context, tenantIDs []string) ([]models.WebhookEndpoint, error)
 	// InsertSkippedDeliveries records the event as skipped for disabled
 	// endpoints, once per pair however often it is called.
 	InsertSkippedDeliveries(ctx context.Context, ev *models.Event, endpoints []models.WebhookEndpoint) error
@@ -46,8 +49,14 @@ const (
 	// starts at once: a round lasts about one start, however busy
 	// Temporal is, so a tenant's event claimed in the next round waits
 	// that long behind another tenant's backlog, not a hundred starts.
-	DefaultBatchSize    = 16
-	DefaultConcurrency  = 16
+	DefaultBatchSize   = 16
+	DefaultConcurrency = 16
+	// DefaultRoundStarts bounds the deliveries one round starts, shared
+	// between the tenants of its events: an event that many endpoints
+	// subscribe to is started over several rounds, and another tenant's
+	// event waits for a round of two waves of starts, not for the hundred
+	// starts of one event.
+	DefaultRoundStarts  = 2 * DefaultConcurrency
 	DefaultPollInterval = time.Second
 	// DefaultMaxBackoff caps the wait after a failed round: short, so that
 	// the outbox drains soon after Temporal answers again. A failed round
@@ -82,7 +91,13 @@ const (
 // lease ends. Claims are fair between tenants, and every start carries the
 // tenant as Temporal's fairness key, so that one tenant's burst does not
 // queue another tenant's events behind it, in the outbox or in the task
-// queue.
+// queue. Rounds are fair by deliveries too, not only by events: a round
+// starts at most RoundStarts deliveries, in equal shares between its
+// tenants, so that one tenant's event with a hundred endpoints is started
+// over several rounds (its progress kept in the event, FanoutAfter), and
+// another tenant's event waits for a short round, not for a hundred
+// starts. A round's starts run concurrently, whichever events and tenants
+// they belong to.
 //
 // Every step may be repeated without harm, which is what makes the outbox
 // lose and double nothing: the workflow id is derived from the pair, so a
@@ -106,8 +121,13 @@ type Dispatcher struct {
 	Metrics *Metrics
 	// BatchSize is how many events one round claims (DefaultBatchSize).
 	BatchSize int
-	// Concurrency is how many events are started at once (DefaultConcurrency).
+	// Concurrency is how many deliveries are started at once
+	// (DefaultConcurrency).
 	Concurrency int
+	// RoundStarts is the most deliveries one round starts
+	// (DefaultRoundStarts), in equal shares between the tenants whose
+	// events the round claimed (one at least each).
+	RoundStarts int
 	// PollInterval is how often the outbox is read without a wake-up
 	// (DefaultPollInterval): for events written by other processes, and for
 	// events whose claims ran out.
@@ -195,33 +215,44 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	// failed polls), and only eager starts skip them. README, "Running in
 	// production", has the measurements behind this.
 	eager := !d.ambiguous
-	subs := &subscriptions{store: d.Store}
+	plans, err := d.plan(ctx, events)
+	if err != nil {
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+		defer cancel()
+		return 0, errors.Join(err, d.Store.ReleaseEvents(bctx, d.Owner, eventIDs(events)))
+	}
 	var (
 		wg        sync.WaitGroup
 		sem       = make(chan struct{}, positiveOr(d.Concurrency, DefaultConcurrency))
 		errs      = make([]error, len(events))
 		done      = make([]bool, len(events))
+		progress  = make([]bool, len(events))
 		failed    atomic.Bool
 		ambiguous atomic.Bool
+		starts    atomic.Int64
 	)
-	for _, group := range recordGroups(events, d.orderedEvents(ctx, subs, events)) {
-		sem <- struct{}{}
-		if failed.Load() || ctx.Err() != nil {
-			<-sem
-			break
-		}
+	for _, group := range recordGroups(events, orderedPlans(plans)) {
 		// A record's events go one after another, in version order, and
-		// none after one that failed: a later one is released with the
-		// other unstarted events, so that no endpoint that orders by
-		// record gets it before the earlier one.
+		// none after one that failed or was started only in part: a later
+		// one is released with the other unstarted events, so that no
+		// endpoint that orders by record gets it before the earlier one.
 		wg.Go(func() {
-			defer func() { <-sem }()
 			for _, i := range group {
-				if errs[i] = d.dispatch(ctx, subs, &events[i], eager); errs[i] != nil {
+				p := &plans[i]
+				if failed.Load() || ctx.Err() != nil {
+					return
+				}
+				n, err := d.dispatch(ctx, &events[i], p, sem, &failed, eager)
+				starts.Add(int64(n))
+				if errs[i] = err; err != nil {
 					failed.Store(true)
-					if answerLost(errs[i]) {
+					if answerLost(err) {
 						ambiguous.Store(true)
 					}
+					return
+				}
+				if p.partial() {
+					progress[i] = p.take > 0
 					return
 				}
 				done[i] = true
@@ -232,9 +263,10 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	d.ambiguous = ambiguous.Load()
 	var marked, left []string
 	for i, ev := range events {
-		if done[i] {
+		switch {
+		case done[i]:
 			marked = append(marked, ev.ID)
-		} else {
+		case !progress[i]:
 			left = append(left, ev.ID)
 		}
 	}
@@ -249,21 +281,133 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	if err := d.Store.ReleaseEvents(bctx, d.Owner, left); err != nil {
 		errs = append(errs, err)
 	}
-	d.log().Debug("outbox round", "claimed", len(events), "started", len(marked), "eager", eager, "took", time.Since(began))
+	for i := range events {
+		if progress[i] {
+			p := &plans[i]
+			if err := d.Store.ReleaseEventAfter(bctx, d.Owner, events[i].ID, p.targets[p.take-1].ID); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	d.log().Debug("outbox round", "claimed", len(events), "started", len(marked), "deliveries", starts.Load(),
+		"eager", eager, "took", time.Since(began))
 	return len(marked), errors.Join(errs...)
 }
 
-// orderedEvents reports, for each event of a batch, whether an endpoint
-// whose ordering is "record" subscribes to it; when that cannot be read,
-// it says yes: ordering one more record costs a little time, and the
-// event's own dispatch reports the error.
-func (d *Dispatcher) orderedEvents(ctx context.Context, subs *subscriptions, events []models.Event) []bool {
-	out := make([]bool, len(events))
+// eventPlan is what a round does with one claimed event: the endpoints it
+// starts the event's delivery to, and those it records it as skipped for.
+type eventPlan struct {
+	// targets are the enabled endpoints that want the event and whose
+	// filter its record passes, after the event's FanoutAfter, in id
+	// order; the round starts the first take of them, the next round the
+	// rest.
+	targets []models.WebhookEndpoint
+	take    int
+	// skipped are the disabled endpoints that want the event, after its
+	// FanoutAfter.
+	skipped []models.WebhookEndpoint
+	// ordered: an endpoint whose ordering is "record" wants the event.
+	ordered bool
+}
+
+// partial reports whether the round starts only some of the event's
+// deliveries.
+func (p *eventPlan) partial() bool { return p.take < len(p.targets) }
+
+// plan reads the endpoints of the round's tenants, once, and decides for
+// each event which deliveries this round starts: in the order of the
+// batch (turns between tenants), each tenant's share of RoundStarts; an
+// event of a record that an ordered endpoint wants takes nothing once an
+// earlier event of its record got less than all it needs.
+func (d *Dispatcher) plan(ctx context.Context, events []models.Event) ([]eventPlan, error) {
+	var tenants []string
 	for i := range events {
-		eps, err := subs.of(ctx, &events[i])
-		out[i] = err != nil || slices.ContainsFunc(eps, func(ep models.WebhookEndpoint) bool { return ep.Ordered() })
+		if !slices.Contains(tenants, events[i].TenantID) {
+			tenants = append(tenants, events[i].TenantID)
+		}
+	}
+	all, err := d.Store.DispatchEndpoints(ctx, tenants)
+	if err != nil {
+		return nil, err
+	}
+	byTenant := map[string][]models.WebhookEndpoint{}
+	for _, ep := range all {
+		byTenant[ep.TenantID] = append(byTenant[ep.TenantID], ep)
+	}
+	plans := make([]eventPlan, len(events))
+	for i := range events {
+		plans[i] = d.planEvent(&events[i], byTenant[events[i].TenantID])
+	}
+	roundStarts := positiveOr(d.RoundStarts, DefaultRoundStarts)
+	share := (roundStarts + len(tenants) - 1) / len(tenants)
+	left := map[string]int{}
+	for _, t := range tenants {
+		left[t] = share
+	}
+	for _, group := range recordGroups(events, orderedPlans(plans)) {
+		short := false
+		for _, i := range group {
+			p := &plans[i]
+			if short {
+				continue // take stays 0: it waits for the earlier event
+			}
+			t := events[i].TenantID
+			p.take = min(left[t], len(p.targets))
+			left[t] -= p.take
+			short = p.partial()
+		}
+	}
+	return plans, nil
+}
+
+// planEvent picks ev's endpoints among its tenant's eps: those that
+// subscribe to it, after its FanoutAfter, whose filter its record passes,
+// never the endpoint an endpoint_disabled event is about (not even when it
+// was enabled again since, nor a skipped row for it).
+func (d *Dispatcher) planEvent(ev *models.Event, eps []models.WebhookEndpoint) eventPlan {
+	var p eventPlan
+	subject, err := ev.DisabledEndpointID()
+	if err != nil {
+		// Cannot happen with the store's bodies; without the subject the
+		// event cannot be sent safely, and retrying would not help: it is
+		// marked dispatched with nothing started.
+		d.log().Error("webhook event not delivered", "event_id", ev.ID, "error", err)
+		return p
+	}
+	match := models.NewEventMatcher(ev)
+	for _, ep := range eps {
+		if !ep.Subscribes(ev.Type, ev.ModuleID) || ep.ID == subject {
+			continue
+		}
+		p.ordered = p.ordered || ep.Ordered()
+		switch {
+		case ep.ID <= ev.FanoutAfter:
+		case !d.passes(match, &ep):
+		case ep.Enabled:
+			p.targets = append(p.targets, ep)
+		default:
+			p.skipped = append(p.skipped, ep)
+		}
+	}
+	return p
+}
+
+// orderedPlans reports, for each event of a batch, whether an endpoint
+// whose ordering is "record" subscribes to it.
+func orderedPlans(plans []eventPlan) []bool {
+	out := make([]bool, len(plans))
+	for i := range plans {
+		out[i] = plans[i].ordered
 	}
 	return out
+}
+
+func eventIDs(events []models.Event) []string {
+	ids := make([]string, len(events))
+	for i := range events {
+		ids[i] = events[i].ID
+	}
+	return ids
 }
 
 // recordGroups splits a batch into the indexes of each record's events
@@ -310,101 +454,78 @@ func answerLost(err error) bool {
 		errors.As(err, &deadline) || errors.As(err, &canceled)
 }
 
-// subscriptions looks up the endpoints subscribed to events once per
-// (tenant, type, module) and batch: a batch is mostly events of a few
-// modules, and a backlog of thousands should not cost a query each.
-type subscriptions struct {
-	store Store
-	mu    sync.Mutex
-	byKey map[[3]string][]models.WebhookEndpoint
+// dispatch starts the deliveries of one event that its plan takes, each
+// holding one of sem's slots while it starts, and records the event as
+// skipped for the disabled endpoints that want it. It returns how many it
+// started; after a failed start (or once failed is set by another) it
+// starts no more, and returns the error. All of it is harmless to repeat.
+func (d *Dispatcher) dispatch(ctx context.Context, ev *models.Event, p *eventPlan, sem chan struct{}, failed *atomic.Bool, eager bool) (int, error) {
+	if err := d.Store.InsertSkippedDeliveries(ctx, ev, p.skipped); err != nil {
+		return 0, err
+	}
+	targets := p.targets[:p.take]
+	errs := make([]error, len(targets))
+	var (
+		wg sync.WaitGroup
+		n  atomic.Int64
+	)
+	for j := range targets {
+		sem <- struct{}{}
+		if failed.Load() || ctx.Err() != nil {
+			<-sem
+			errs[j] = errNotStarted
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if errs[j] = d.start(ctx, ev, &targets[j], eager); errs[j] != nil {
+				failed.Store(true)
+				return
+			}
+			n.Add(1)
+		})
+	}
+	wg.Wait()
+	return int(n.Load()), errors.Join(errs...)
 }
 
-func (s *subscriptions) of(ctx context.Context, ev *models.Event) ([]models.WebhookEndpoint, error) {
-	key := [3]string{ev.TenantID, ev.Type, ev.ModuleID}
-	s.mu.Lock()
-	eps, ok := s.byKey[key]
-	s.mu.Unlock()
-	if ok {
-		return eps, nil
-	}
-	eps, err := s.store.SubscribedEndpoints(ctx, ev.TenantID, ev.Type, ev.ModuleID)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	if s.byKey == nil {
-		s.byKey = map[[3]string][]models.WebhookEndpoint{}
-	}
-	s.byKey[key] = eps
-	s.mu.Unlock()
-	return eps, nil
-}
+// errNotStarted is an event's error when its deliveries were left for the
+// next round, not tried: another start of the round failed, or the
+// dispatcher stops.
+var errNotStarted = errors.New("deliveries left for the next round")
 
-// dispatch starts the deliveries of one event, to every enabled endpoint
-// that subscribes to it at the time of the batch and whose filter the
-// event's record passes, and records it as skipped for the disabled ones
-// it passes. An endpoint whose filter the record fails gets nothing: no
-// workflow, no row. All of it is harmless to repeat.
-func (d *Dispatcher) dispatch(ctx context.Context, subs *subscriptions, ev *models.Event, eager bool) error {
-	eps, err := subs.of(ctx, ev)
+// start starts the delivery of ev to ep, or hands it to the record's
+// sequencer when ep orders by record.
+func (d *Dispatcher) start(ctx context.Context, ev *models.Event, ep *models.WebhookEndpoint, eager bool) error {
+	in, err := deliveryInput(ev, ep, d.Policy, "")
 	if err != nil {
-		return fmt.Errorf("event %s: %w", ev.ID, err)
-	}
-	// The endpoint an endpoint_disabled event is about never gets it, not
-	// even when it was enabled again since, nor a skipped row for it.
-	subject, err := ev.DisabledEndpointID()
-	if err != nil {
-		// Cannot happen with the store's bodies; without the subject the
-		// event cannot be sent safely, and retrying would not help.
-		d.log().Error("webhook event not delivered", "event_id", ev.ID, "error", err)
+		// Cannot happen with the store's ids; retrying would not help,
+		// and keeping the event pending would hold up the outbox.
+		d.log().Error("webhook delivery skipped", "event_id", ev.ID, "endpoint_id", ep.ID, "error", err)
 		return nil
 	}
-	var enabled, disabled []models.WebhookEndpoint
-	match := models.NewEventMatcher(ev)
-	for _, ep := range eps {
-		switch {
-		case ep.ID == subject:
-		case !d.passes(match, &ep):
-		case ep.Enabled:
-			enabled = append(enabled, ep)
-		default:
-			disabled = append(disabled, ep)
-		}
-	}
-	if err := d.Store.InsertSkippedDeliveries(ctx, ev, disabled); err != nil {
-		return err
-	}
-	for i := range enabled {
-		in, err := deliveryInput(ev, &enabled[i], d.Policy, "")
-		if err != nil {
-			// Cannot happen with the store's ids; retrying would not help,
-			// and keeping the event pending would hold up the outbox.
-			d.log().Error("webhook delivery skipped", "event_id", ev.ID, "endpoint_id", enabled[i].ID, "error", err)
-			continue
-		}
-		if enabled[i].Ordered() && ev.RecordID != "" {
-			// The record's sequencer starts the delivery in its turn.
-			if err := signalSequence(ctx, d.Starter, ev, d.TaskQueue, in, startTimeout); err != nil {
-				d.Metrics.started(startFailed)
-				return err
-			}
-			d.Metrics.started(startStarted)
-			continue
-		}
-		id := WorkflowID(ev.ID, enabled[i].ID)
-		// The delivery continues the trace of the change that wrote the
-		// event (the client's tracing interceptor, when tracing is on).
-		_, _, err = startDelivery(ctx, d.Starter, ev, id, d.TaskQueue, in, eager)
-		var already *serviceerror.WorkflowExecutionAlreadyStarted
-		switch {
-		case err == nil:
-			d.Metrics.started(startStarted)
-		case errors.As(err, &already):
-			d.Metrics.started(startAlreadyStarted)
-		default:
+	if ep.Ordered() && ev.RecordID != "" {
+		// The record's sequencer starts the delivery in its turn.
+		if err := signalSequence(ctx, d.Starter, ev, d.TaskQueue, in, startTimeout); err != nil {
 			d.Metrics.started(startFailed)
-			return fmt.Errorf("start workflow %s: %w", id, err)
+			return err
 		}
+		d.Metrics.started(startStarted)
+		return nil
+	}
+	id := WorkflowID(ev.ID, ep.ID)
+	// The delivery continues the trace of the change that wrote the
+	// event (the client's tracing interceptor, when tracing is on).
+	_, _, err = startDelivery(ctx, d.Starter, ev, id, d.TaskQueue, in, eager)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case err == nil:
+		d.Metrics.started(startStarted)
+	case errors.As(err, &already):
+		d.Metrics.started(startAlreadyStarted)
+	default:
+		d.Metrics.started(startFailed)
+		return fmt.Errorf("start workflow %s: %w", id, err)
 	}
 	return nil
 }

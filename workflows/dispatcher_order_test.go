@@ -92,3 +92,65 @@ func TestDispatcherOrdered(t *testing.T) {
 		})
 	}
 }
+
+// TestDispatcherOrderedInParts: a record's events that an ordered endpoint
+// and twenty others want, each more than a round starts: every event's
+// deliveries are started over several rounds, and none of a later
+// version's before all of the earlier one's; the ordered endpoint's
+// signals come in version order.
+func TestDispatcherOrderedInParts(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			f := newFixture(t, d)
+			ordering := models.OrderingRecord
+			events := []string{models.EventRecordCreated, models.EventRecordUpdated}
+			ordered, err := f.store.UpdateEndpoint(ctx, f.tenantID, f.endpoint(t, 3, events...).ID, models.EndpointInput{Ordering: &ordering}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 20 {
+				f.endpoint(t, 3, events...)
+			}
+			ev := f.record(t)
+			for i := range 2 {
+				if _, _, err := f.store.UpdateRecord(ctx, f.module, ev.RecordID, models.RecordPatch{Fields: map[string]any{"title": fmt.Sprint(i)}}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			version := map[string]int64{}
+			for _, p := range f.pending(t) {
+				version[p.ID] = p.RecordVersion
+			}
+			starter := newFakeStarter()
+			disp := newDispatcher(f, starter)
+			disp.RoundStarts = 8
+			for i := 0; len(f.pending(t)) > 0; i++ {
+				if i > 100 {
+					t.Fatal("events still pending after 100 rounds")
+				}
+				if _, err := disp.DispatchOnce(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var versions []int64
+			for _, c := range starter.starts() {
+				versions = append(versions, version[c.in.EventID])
+			}
+			// f.subscribed wants record_created only: 21 starts of v1, 20 of v2 and v3.
+			if !slices.IsSorted(versions) || len(versions) != 61 {
+				t.Errorf("versions of the %d starts in their order: %v; want 61, in version order", len(versions), versions)
+			}
+			var signalled []int64
+			for _, s := range starter.signalled() {
+				if s.id == SequenceWorkflowID(ordered.ID, ev.RecordID) {
+					signalled = append(signalled, s.d.RecordVersion)
+				}
+			}
+			if !slices.Equal(signalled, []int64{1, 2, 3}) {
+				t.Errorf("ordered endpoint's signals by version %v, want [1 2 3]", signalled)
+			}
+		})
+	}
+}

@@ -519,3 +519,82 @@ func TestDispatcherRunWokenByOtherProcess(t *testing.T) {
 	}
 	storetest.Eventually(t, 10*time.Second, "the marking", func() bool { return len(f.pending(t)) == 0 })
 }
+
+// TestDispatcherFairByDeliveries: tenant A's ten events, each wanted by a
+// hundred and one endpoints, do not hold up tenant B's one event written
+// after A's first round: B's delivery starts in the next round, while most
+// of A's are still pending, and no round starts more than RoundStarts.
+// Then A's deliveries are all started, each once, over the later rounds.
+func TestDispatcherFairByDeliveries(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			a := newFixture(t, d)
+			for range 100 {
+				a.endpoint(t, 5, models.EventRecordCreated)
+			}
+			for range 10 {
+				a.record(t)
+			}
+			const fanout = 101 // a.subscribed and the hundred
+			starter := newFakeStarter()
+			disp := newDispatcher(a, starter)
+			round := func() {
+				t.Helper()
+				before := starter.numCalls()
+				if _, err := disp.DispatchOnce(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if n := starter.numCalls() - before; n > DefaultRoundStarts {
+					t.Errorf("a round made %d starts, want %d at most", n, DefaultRoundStarts)
+				}
+			}
+			round()
+
+			tenant, _, _, err := a.store.CreateTenant(ctx, "b", "", 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slug, name := "other", "Other"
+			m, err := a.store.CreateModule(ctx, tenant.ID, models.ModuleInput{Slug: &slug, Name: &name, Fields: &[]models.Field{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, events, retry := "https://b.example/hook", []string{models.EventRecordCreated}, 5
+			epB, _, err := a.store.CreateEndpoint(ctx, tenant.ID, models.EndpointInput{URL: &u, Events: &events, RetryMax: &retry},
+				func(context.Context, string) error { return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.store.CreateRecord(ctx, m, map[string]any{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			round()
+			var bStarted bool
+			aStarts := 0
+			for _, c := range starter.starts() {
+				if c.in.TenantID == tenant.ID {
+					bStarted = bStarted || c.in.EndpointID == epB.ID
+				} else {
+					aStarts++
+				}
+			}
+			if !bStarted || aStarts > 2*DefaultRoundStarts {
+				t.Fatalf("after two rounds: B's delivery started %v, A's %d of %d; want B's, and A's %d at most",
+					bStarted, aStarts, 10*fanout, 2*DefaultRoundStarts)
+			}
+
+			for i := 0; len(a.pending(t)) > 0; i++ {
+				if i > 10*fanout {
+					t.Fatalf("%d events still pending after %d rounds", len(a.pending(t)), i)
+				}
+				round()
+			}
+			calls := starter.numCalls()
+			if starts := len(starter.starts()); calls != 10*fanout+1 || starts != calls {
+				t.Errorf("%d start calls, %d of them started; want %d, each started once", calls, starts, 10*fanout+1)
+			}
+		})
+	}
+}

@@ -29,8 +29,10 @@ type Config struct {
 	SecretKey         string
 	BootstrapAdminKey string
 	DefaultRateLimit  int
-	AutoMigrate       bool
-	LogLevel          slog.Level
+	// MaxEndpointsPerTenant bounds each tenant's webhook endpoints.
+	MaxEndpointsPerTenant int
+	AutoMigrate           bool
+	LogLevel              slog.Level
 	// PublicURL is the base of the inbound webhook URLs shown to admins.
 	PublicURL string
 
@@ -123,6 +125,7 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 	}
 	intVar(&c.DefaultRateLimit, "RECORDHUB_DEFAULT_RATE_LIMIT", models.DefaultRateLimitPerMinute, 1, models.MaxRateLimitPerMinute)
 	intVar(&c.DatabaseMaxConns, "RECORDHUB_DATABASE_MAX_CONNS", 20, 2, 10_000)
+	intVar(&c.MaxEndpointsPerTenant, "RECORDHUB_MAX_ENDPOINTS_PER_TENANT", models.DefaultMaxEndpointsPerTenant, 1, 100_000)
 	intVar(&c.TemporalPort, "RECORDHUB_TEMPORAL_PORT", 7233, 1, 65535)
 	durVar(&c.TemporalRetention, "RECORDHUB_TEMPORAL_RETENTION", 720*time.Hour)
 	retry := workflows.DefaultRetryPolicy()
