@@ -145,6 +145,10 @@ type Config struct {
 	// or the tenant's doing, and an ERROR line when the endpoint's health
 	// cannot be recorded; nil logs nothing.
 	Logger *slog.Logger
+	// LocalAttemptsPerTenant bounds a tenant's local first attempts in
+	// flight in this process (DefaultLocalAttemptsPerTenant when zero);
+	// past it a first attempt is deferred to an attempt activity.
+	LocalAttemptsPerTenant int
 }
 
 // Deliverer makes delivery attempts. Register it with the Temporal worker;
@@ -167,6 +171,8 @@ type Deliverer struct {
 	// tracing is nil when tracing is off.
 	tracing *tracing
 	log     *slog.Logger
+	// local bounds each tenant's local first attempts in flight.
+	local *localGate
 }
 
 // NewDeliverer returns a Deliverer that reads and writes through store.
@@ -245,6 +251,7 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 		disableAfter: cfg.DisableAfter,
 		tracing:      newTracing(cfg.TracerProvider, cfg.Propagator),
 		log:          cfg.Logger,
+		local:        newLocalGate(cfg.LocalAttemptsPerTenant),
 	}, nil
 }
 
@@ -329,6 +336,18 @@ type AttemptOutput struct {
 // which the SDK logs as one: ERROR means an operator must act.
 func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput, error) {
 	info := attemptInfo(ctx, in)
+	if info.local && !in.Renumber {
+		// A local attempt holds its workflow task, and so a worker slot,
+		// while it waits for the receiver: a tenant has a bounded number.
+		// (One run again after a lost worker is never deferred: the
+		// activity would number it 1, and attempt 1 may have been sent.)
+		if !d.local.enter(in.TenantID) {
+			return AttemptOutput{}, temporal.NewApplicationErrorWithOptions(
+				"the tenant's local first attempts in flight in this worker are at their bound; the attempt is made as an activity",
+				ErrTypeAttemptDeferred, temporal.ApplicationErrorOptions{NonRetryable: true, Category: temporal.ApplicationErrorCategoryBenign})
+		}
+		defer d.local.leave(in.TenantID)
+	}
 	begin := time.Now()
 	if in.Renumber && info.workflowID != "" {
 		n, err := d.store.NextAttempt(ctx, in.EventID, in.EndpointID, info.workflowID, info.runID)

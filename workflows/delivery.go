@@ -266,18 +266,22 @@ func deliver(ctx workflow.Context, in DeliveryInput, versioned bool) (DeliveryOu
 	first := 1
 	if !versioned || workflow.GetVersion(ctx, localFirstVersion, workflow.DefaultVersion, 1) == 1 {
 		res, err := localAttempt(ctx, in)
-		if err == nil {
+		switch {
+		case err == nil:
 			return succeeded(res), nil
+		case deferred(err) && workflow.GetVersion(ctx, deferredFirstVersion, workflow.DefaultVersion, 1) == 1:
+			// Nothing was sent: the first attempt is the activity's first.
+		default:
+			delay, next, more := following(in, err)
+			if !more {
+				return failed(ctx, in, err, next-1, versioned)
+			}
+			timer := workflow.NewTimerWithOptions(ctx, delay, workflow.TimerOptions{Summary: fmt.Sprintf("until attempt %d", next)})
+			if err := timer.Get(ctx, nil); err != nil {
+				return DeliveryOutput{}, err
+			}
+			first = next
 		}
-		delay, next, more := following(in, err)
-		if !more {
-			return failed(ctx, in, err, next-1, versioned)
-		}
-		timer := workflow.NewTimerWithOptions(ctx, delay, workflow.TimerOptions{Summary: fmt.Sprintf("until attempt %d", next)})
-		if err := timer.Get(ctx, nil); err != nil {
-			return DeliveryOutput{}, err
-		}
-		first = next
 	}
 	opts := activityOptions(in, first)
 	if first > 1 {
@@ -412,6 +416,20 @@ func lastAttempt(in DeliveryInput, err error) DeliveryOutput {
 		out.Attempts = retryMax(in.RetryMax)
 	}
 	return out
+}
+
+// deferredFirstVersion is the workflow.GetVersion change id of a local
+// first attempt deferred to the attempt activity (see deferred). It is
+// asked only when a local attempt answers so, which no execution's did
+// before the change, so that executions that were never deferred carry
+// no marker for it.
+const deferredFirstVersion = "deferred-first-attempt"
+
+// deferred reports whether a local first attempt was not made, for the
+// attempt activity to make it (activities.ErrTypeAttemptDeferred).
+func deferred(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeAttemptDeferred
 }
 
 // settleLostVersion is VersionedDelivery's workflow.GetVersion change id of

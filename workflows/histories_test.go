@@ -76,6 +76,10 @@ type historyCase struct {
 	// sequence, when set, makes the case a RecordSequence's, handed these
 	// deliveries by signal-with-start in this order.
 	sequence []SequencedDelivery
+	// deferLocal: the local first attempt answers that it was deferred
+	// (the tenant's local attempts at their bound), and the attempt
+	// activity makes the attempts.
+	deferLocal bool
 }
 
 // purgedRows is what the recorded purge activity deletes of each kind.
@@ -221,6 +225,13 @@ func historyCases() []historyCase {
 				{Delivery: in("evt_wh_seq_2", 1), RecordVersion: 2}, {Delivery: in("evt_wh_seq_1", 1), RecordVersion: 1},
 			},
 		},
+		{
+			// The local first attempt deferred to the attempt activity,
+			// which fails once and then succeeds.
+			file: "webhook_delivery_deferred.json", workflowID: WorkflowID("evt_wh_deferred", "whe_hist"),
+			in: in("evt_wh_deferred", 5), attempt: succeedingAt(2), deferLocal: true,
+			want: DeliveryOutput{Attempts: 2, DeliveryID: "whd_2", StatusCode: 204, Succeeded: true},
+		},
 		{file: "resync_completed.json", workflowID: ResyncWorkflowID("whe_hist", 1), resync: resyncCase("rsy_done")},
 		{file: "resync_stopped.json", workflowID: ResyncWorkflowID("whe_hist", 2), resync: resyncCase("rsy_stopped"), failed: true},
 	}
@@ -356,6 +367,10 @@ func TestRecordHistories(t *testing.T) {
 				FirstAttempt: in.FirstAttempt, RetryMax: in.RetryMax, Renumber: in.Renumber}
 			if !ok || in != want {
 				return activities.AttemptOutput{}, temporal.NewNonRetryableApplicationError("unexpected attempt input", "TestError", nil, in)
+			}
+			if hc.deferLocal && activity.GetInfo(ctx).IsLocalActivity {
+				return activities.AttemptOutput{}, temporal.NewApplicationErrorWithOptions("deferred",
+					activities.ErrTypeAttemptDeferred, temporal.ApplicationErrorOptions{NonRetryable: true})
 			}
 			// The delivery attempt number, as the activity counts it.
 			n := max(in.FirstAttempt, 1) + int(activity.GetInfo(ctx).Attempt) - 1

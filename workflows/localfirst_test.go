@@ -474,3 +474,130 @@ func TestLocalAttemptRunAgainIsNextAttempt(t *testing.T) {
 		t.Errorf("rows' attempt numbers against the requests' (-want +got):\n%s", diff)
 	}
 }
+
+// TestLocalAttemptsBoundedPerTenant: tenant A's receiver holds every
+// request; A's local first attempts beyond the bound are made as attempt
+// activities instead, so that they do not fill the worker's workflow-task
+// slots, and tenant B's delivery reaches its receiver while all of A's
+// wait at theirs. Without the bound A's four local attempts take the four
+// slots and B's delivery waits for A's attempts to time out.
+func TestLocalAttemptsBoundedPerTenant(t *testing.T) {
+	ts := temporalServer(t)
+	c := ts.GetDefaultClient()
+	ctx := t.Context()
+	release := make(chan struct{})
+	var (
+		mu    sync.Mutex
+		held  int
+		aSeen []string
+	)
+	bArrived := make(chan struct{}, 1)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/b" {
+			bArrived <- struct{}{}
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		mu.Lock()
+		held++
+		aSeen = append(aSeen, r.Header.Get("X-Webhook-Attempt"))
+		mu.Unlock()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer recv.Close()
+	heldNow := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return held
+	}
+
+	a := newFixture(t, models.SQLite)
+	urlA, urlB := recv.URL+"/a", recv.URL+"/b"
+	epA, _, err := a.store.CreateEndpoint(ctx, a.tenantID, models.EndpointInput{URL: &urlA, Events: &[]string{models.EventRecordCreated}},
+		func(context.Context, string) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenantB, _, _, err := a.store.CreateTenant(ctx, "b", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slug, name := "other", "Other"
+	modB, err := a.store.CreateModule(ctx, tenantB.ID, models.ModuleInput{Slug: &slug, Name: &name, Fields: &[]models.Field{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	epB, _, err := a.store.CreateEndpoint(ctx, tenantB.ID, models.EndpointInput{URL: &urlB, Events: &[]string{models.EventRecordCreated}},
+		func(context.Context, string) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	d, err := activities.NewDeliverer(a.store, activities.Config{
+		Timeout: time.Minute, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, LocalAttemptsPerTenant: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const queue = "local-bounded"
+	w := worker.New(c, queue, worker.Options{MaxConcurrentWorkflowTaskExecutionSize: 4})
+	Register(w, d)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	policy := RetryPolicy{Initial: time.Second, MaxInterval: time.Second, AttemptTimeout: time.Minute}
+	deliver := func(ev *models.Event, ep *models.WebhookEndpoint) client.WorkflowRun {
+		t.Helper()
+		in, err := deliveryInput(ev, ep, policy, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := c.ExecuteWorkflow(ctx, startOptions(WorkflowID(ev.ID, ep.ID), queue, in, false), DeliveryWorkflowName, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	var runs []client.WorkflowRun
+	for range 6 {
+		runs = append(runs, deliver(a.record(t), epA))
+	}
+	storetest.Eventually(t, 30*time.Second, "A's first attempts to reach the receiver", func() bool { return heldNow() >= 2 })
+
+	before := len(a.pending(t))
+	if _, err := a.store.CreateRecord(ctx, modB, map[string]any{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	pending := a.pending(t)
+	if len(pending) != before+1 {
+		t.Fatalf("%d pending events after B's creation, want %d", len(pending), before+1)
+	}
+	runB := deliver(&pending[len(pending)-1], epB)
+	select {
+	case <-bArrived:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("B's delivery did not arrive while A's %d attempts were held", heldNow())
+	}
+	if err := runB.Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Eventually(t, 30*time.Second, "all of A's first attempts to reach the receiver", func() bool { return heldNow() == 6 })
+	close(release)
+	for _, r := range runs {
+		var out DeliveryOutput
+		if err := r.Get(ctx, &out); err != nil || out.Attempts != 1 {
+			t.Errorf("A's delivery %s: %+v, %v; want attempt 1 succeeded", r.GetID(), out, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{"1", "1", "1", "1", "1", "1"}, aSeen); diff != "" {
+		t.Errorf("A's X-Webhook-Attempt received (-want +got):\n%s", diff)
+	}
+}
