@@ -321,8 +321,9 @@ type child struct {
 }
 
 // startChild runs the service as a child process (this test binary, see
-// TestMain) with cfg, and waits until it listens.
-func startChild(t *testing.T, cfg Config) *child {
+// TestMain) with cfg and the variables env ("NAME=value") on top, and
+// waits until it listens.
+func startChild(t *testing.T, cfg Config, env ...string) *child {
 	skipShort(t)
 	t.Helper()
 	addrFile := t.TempDir() + "/addr"
@@ -335,6 +336,7 @@ func startChild(t *testing.T, cfg Config) *child {
 		"RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL="+cfg.WebhookRetryMaxInterval.String(),
 		"RECORDHUB_WEBHOOK_ALLOW_CIDRS="+strings.ReplaceAll(strings.Trim(fmt.Sprint(cfg.WebhookAllowCIDRs), "[]"), " ", ","),
 	)
+	cmd.Env = append(cmd.Env, env...)
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
