@@ -12,9 +12,6 @@ import (
 	"strings"
 )
 
-// MaxFilterConditions bounds an endpoint's filter.
-const MaxFilterConditions = 20
-
 // EndpointFilter is an endpoint's content filter: a record field's name →
 // the value the field must equal, read by the field's type as the records
 // list reads filter[<field>]=<value> (Field.FilterValue): a string, a bool

@@ -62,9 +62,6 @@ var (
 	fieldNamePattern = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]{0,62}$`)
 )
 
-// MaxModuleFields bounds a module's field list.
-const MaxModuleFields = 200
-
 // ValidateModule checks a module's slug, name and field definitions.
 func ValidateModule(slug, name string, fields []Field) []FieldError {
 	var errs []FieldError
