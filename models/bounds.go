@@ -1,6 +1,10 @@
 package models
 
-import "github.com/recordhub/recordhub/models/mapping"
+import (
+	"fmt"
+
+	"github.com/recordhub/recordhub/models/mapping"
+)
 
 // Bounds of what the API stores, in one place: each is checked where the
 // value comes in, and refused with a 422 naming the field and the bound,
@@ -52,3 +56,8 @@ const (
 	MaxMappingRules       = mapping.MaxRules
 	MaxMappingSourceBytes = mapping.MaxSourceBytes
 )
+
+// tooLong says that a value of n bytes is over its bound of max.
+func tooLong(max, n int) string {
+	return fmt.Sprintf("must be at most %d bytes, got %d", max, n)
+}

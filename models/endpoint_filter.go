@@ -122,6 +122,12 @@ func (s *Store) validateFilter(ctx context.Context, tenantID string, e *WebhookE
 			out[name] = v
 		}
 	}
+	if len(errs) == 0 {
+		// The values are bounded one by one; the names by the modules.
+		if b, err := json.Marshal(out); err == nil && len(b) > MaxFilterBytes {
+			errs = append(errs, FieldError{Field: "filter", Message: fmt.Sprintf("must encode to at most %d bytes of JSON, got %d", MaxFilterBytes, len(b))})
+		}
+	}
 	e.Filter = out
 	return errs, nil
 }
@@ -156,6 +162,9 @@ func filterCondition(f Field, v any) (any, string) {
 		raw = string(x)
 	case bool:
 		raw = strconv.FormatBool(x)
+	}
+	if len(raw) > MaxFilterValueBytes {
+		return nil, tooLong(MaxFilterValueBytes, len(raw))
 	}
 	if msg := checkValue(f, v); msg != "" {
 		return nil, msg
