@@ -1,7 +1,9 @@
 package models
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/recordhub/recordhub/models/mapping"
 )
@@ -60,4 +62,50 @@ const (
 // tooLong says that a value of n bytes is over its bound of max.
 func tooLong(max, n int) string {
 	return fmt.Sprintf("must be at most %d bytes, got %d", max, n)
+}
+
+// oversized names field when m, a record's fields or custom_data, would
+// encode to more than MaxRecordJSONBytes. Most records are far smaller
+// than the bound: they are measured by a walk, and encoded only when the
+// walk cannot rule them out.
+func oversized(field string, m map[string]any) []FieldError {
+	if encodedAtMost(m) <= MaxRecordJSONBytes {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil || len(b) <= MaxRecordJSONBytes {
+		return nil // what cannot be encoded is refused where it is written
+	}
+	return []FieldError{{Field: field, Message: fmt.Sprintf("must encode to at most %d bytes of JSON, got %d", MaxRecordJSONBytes, len(b))}}
+}
+
+// encodedAtMost returns at least as many bytes as v, a decoded JSON value,
+// encodes to: json.Marshal writes at most six bytes for each byte of a
+// string (\u003c for <, \ufffd for an invalid byte).
+func encodedAtMost(v any) int {
+	switch v := v.(type) {
+	case nil:
+		return 4
+	case bool:
+		return 5
+	case string:
+		return 2 + 6*len(v)
+	case json.Number:
+		return len(v)
+	case int, int64, float64:
+		return 24
+	case map[string]any:
+		n := 2 + len(v)
+		for k, e := range v {
+			n += 3 + 6*len(k) + encodedAtMost(e)
+		}
+		return n
+	case []any:
+		n := 2 + len(v)
+		for _, e := range v {
+			n += encodedAtMost(e)
+		}
+		return n
+	}
+	return math.MaxInt / 2 // unknown to the walk: encode it
 }
