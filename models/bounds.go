@@ -3,7 +3,6 @@ package models
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 
 	"github.com/recordhub/recordhub/models/mapping"
 )
@@ -80,8 +79,9 @@ func oversized(field string, m map[string]any) []FieldError {
 }
 
 // encodedAtMost returns at least as many bytes as v, a decoded JSON value,
-// encodes to: json.Marshal writes at most six bytes for each byte of a
-// string (\u003c for <, \ufffd for an invalid byte).
+// encodes to, or any number above MaxRecordJSONBytes once the count passes
+// it: json.Marshal writes at most six bytes for each byte of a string
+// (\u003c for <, \ufffd for an invalid byte).
 func encodedAtMost(v any) int {
 	switch v := v.(type) {
 	case nil:
@@ -97,15 +97,19 @@ func encodedAtMost(v any) int {
 	case map[string]any:
 		n := 2 + len(v)
 		for k, e := range v {
-			n += 3 + 6*len(k) + encodedAtMost(e)
+			if n += 3 + 6*len(k) + encodedAtMost(e); n > MaxRecordJSONBytes {
+				return n
+			}
 		}
 		return n
 	case []any:
 		n := 2 + len(v)
 		for _, e := range v {
-			n += encodedAtMost(e)
+			if n += encodedAtMost(e); n > MaxRecordJSONBytes {
+				return n
+			}
 		}
 		return n
 	}
-	return math.MaxInt / 2 // unknown to the walk: encode it
+	return MaxRecordJSONBytes + 1 // unknown to the walk: encode it
 }
