@@ -301,7 +301,7 @@ func TestRunListener(t *testing.T) {
 	if res.StatusCode != 202 {
 		t.Errorf("answered %d, want 202", res.StatusCode)
 	}
-	if !strings.Contains(out.String(), "{\n  \"a\": 1\n}\n") {
+	if !strings.Contains(out.String(), "  | {\n  |   \"a\": 1\n  | }\n") {
 		t.Errorf("output:\n%s", out.String())
 	}
 	cancel()
