@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -63,5 +65,34 @@ func TestWebhookEndpointFilter(t *testing.T) {
 		if diff := cmp.Diff(map[string]any{}, got["filter"]); diff != "" {
 			t.Errorf("filter after {} (-want +got):\n%s", diff)
 		}
+	})
+}
+
+// TestWebhookEndpointFilterBounds: a condition's value is at most
+// models.MaxFilterValueBytes, the whole filter models.MaxFilterBytes of
+// JSON; beyond either the endpoint is refused, 422 naming the field and
+// the bound, on both databases alike.
+func TestWebhookEndpointFilterBounds(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		var fields []map[string]any
+		for i := range models.MaxFilterConditions {
+			fields = append(fields, map[string]any{"name": fmt.Sprintf("s%d", i), "type": "string"})
+		}
+		mod := e.createModule("notes", fields...)
+		body := func(filter map[string]any) map[string]any {
+			return map[string]any{"url": "https://hooks.example.com/f", "events": []string{"record_created"}, "module_ids": []string{mod}, "filter": filter}
+		}
+		const path = "/api/admin/webhook-endpoints"
+		value := strings.Repeat("v", models.MaxFilterValueBytes)
+		id := e.createEndpoint(body(map[string]any{"s0": value}))["id"].(string)
+
+		refusedOn(t, e.call("POST", path, e.admin, body(map[string]any{"s0": strings.Repeat("v", 1_000_000)})), "filter.s0", models.MaxFilterValueBytes)
+		refusedOn(t, e.call("PATCH", path+"/"+id, e.admin, map[string]any{"filter": map[string]any{"s1": value + "v"}}), "filter.s1", models.MaxFilterValueBytes)
+		whole := map[string]any{}
+		for i := 0; len(whole)*models.MaxFilterValueBytes <= models.MaxFilterBytes; i++ {
+			whole[fmt.Sprintf("s%d", i)] = value
+		}
+		refusedOn(t, e.call("POST", path, e.admin, body(whole)), "filter", models.MaxFilterBytes)
 	})
 }

@@ -109,6 +109,12 @@ func TestWebhookEndpointHeadersRefused(t *testing.T) {
 		{"signature", map[string]string{"X-Webhook-Signature": "sha256=00"}, "headers.X-Webhook-Signature"},
 		{"standard webhooks", map[string]string{"webhook-id": "msg_1"}, "headers.webhook-id"},
 		{"duplicate by case", map[string]string{"X-Key": "a", "x-KEY": "b"}, "headers.x-KEY"},
+		// CGI and WSGI receivers read "_" as "-": these would join the
+		// headers recordhub sets.
+		{"signature with underscores", map[string]string{"X_Webhook_Signature": "sha256=00"}, "headers.X_Webhook_Signature"},
+		{"user-agent with an underscore", map[string]string{"User_Agent": "me"}, "headers.User_Agent"},
+		{"standard webhooks with an underscore", map[string]string{"Webhook_Id": "msg_1"}, "headers.Webhook_Id"},
+		{"duplicate by underscore", map[string]string{"X-Key": "a", "X_Key": "b"}, "headers.X_Key"},
 		{"CRLF", map[string]string{"X-Key": "a\r\nX-Injected: 1"}, "headers.X-Key"},
 		{"NUL", map[string]string{"X-Key": "a\u0000"}, "headers.X-Key"},
 		{"long value", map[string]string{"X-Key": strings.Repeat("v", 1025)}, "headers.X-Key"},

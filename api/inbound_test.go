@@ -1056,3 +1056,74 @@ func TestInboundConcurrentSignedRepeatsApplyOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestInboundMatchOfDeepStoredRow: a row stored before nesting was
+// bounded, deeper than SQLite's JSON functions read, does not make a call
+// with match_fields fail. On SQLite it matches nothing and the call
+// creates a record; PostgreSQL finds it, and refuses to update it while
+// it holds a value beyond the bound, naming the field, as a REST PATCH is.
+func TestInboundMatchOfDeepStoredRow(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		db := storetest.NewDB(t, d)
+		e := newEnvOn(t, db.Open(t, models.Options{}))
+		mod := e.createModule("orders", map[string]any{"name": "order_id", "type": "string"}, map[string]any{"name": "meta", "type": "json"})
+		got := e.call("PUT", "/api/admin/modules/"+mod+"/inbound-webhook", e.admin, map[string]any{
+			"mapping": []map[string]any{{"source": "$.payload.id", "field": "order_id"}}, "match_fields": []string{"order_id"},
+		}).want(201).json()
+		u, err := url.Parse(got["url"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := e.call("POST", u.Path, "", `{"id":"A-1"}`).want(202).json()["recordId"].(string)
+		storeDeepFields(t, db, rec, `{"order_id":"A-1"}`)
+
+		r := e.call("POST", u.Path, "", `{"id":"A-1"}`)
+		switch d {
+		case models.SQLite:
+			if got := r.want(202).json()["action"]; got != "created" {
+				t.Errorf("action %v, want created", got)
+			}
+		default:
+			if r.want(422).errorCode() != "mapping_failed" || !strings.Contains(string(r.body), `"field":"fields.meta"`) {
+				t.Errorf("got %.300s, want mapping_failed naming fields.meta", r.body)
+			}
+		}
+	})
+}
+
+// TestInboundRefusesTooDeepValues: a mapped value nested deeper than
+// models.MaxJSONDepth is refused as a REST write is, 422 mapping_failed
+// naming the field and its rule, on both databases alike.
+func TestInboundRefusesTooDeepValues(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		mod := e.createModule("events", map[string]any{"name": "meta", "type": "json"})
+		got := e.call("PUT", "/api/admin/modules/"+mod+"/inbound-webhook", e.admin, map[string]any{"mapping": []map[string]any{
+			{"source": "$.payload.meta", "field": "meta"},
+			{"source": "$.payload.extra", "field": "custom_data.extra"},
+		}}).want(201).json()
+		u, err := url.Parse(got["url"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			body, field string
+			rule        int
+		}{
+			{`{"meta":` + nested(1001) + `}`, "fields.meta", 0},
+			{`{"meta":1,"extra":` + nested(models.MaxJSONDepth+1) + `}`, "custom_data.extra", 1},
+		} {
+			r := e.call("POST", u.Path, "", c.body).want(422)
+			var answer struct {
+				Error   string              `json:"error"`
+				Details []models.FieldError `json:"details"`
+			}
+			r.decode(&answer)
+			if answer.Error != "mapping_failed" || len(answer.Details) != 1 || answer.Details[0].Field != c.field ||
+				answer.Details[0].Rule == nil || *answer.Details[0].Rule != c.rule || !strings.Contains(answer.Details[0].Message, strconv.Itoa(models.MaxJSONDepth)) {
+				t.Errorf("got %s, want mapping_failed naming %s, rule %d and the bound", r.body, c.field, c.rule)
+			}
+		}
+		e.call("POST", u.Path, "", `{"meta":`+nested(models.MaxJSONDepth)+`}`).want(202)
+	})
+}

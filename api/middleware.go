@@ -316,3 +316,11 @@ func forbidden(c *gin.Context, required string) {
 		RequestID: requestID(c), Required: required,
 	})
 }
+
+// noStore marks the answers of a route that answers a credential (an API
+// key, a signing secret, an inbound token, custom header values): no cache
+// between the server and the caller may keep them. It is set before the
+// handler runs, so that the route's every answer carries it.
+func noStore(c *gin.Context) {
+	c.Header("Cache-Control", "no-store")
+}

@@ -420,3 +420,77 @@ func TestUnstorableValuesAreRefusedAlike(t *testing.T) {
 		}
 	})
 }
+
+// nested is a JSON array nested depth levels deep around the number 1.
+func nested(depth int) string {
+	return strings.Repeat("[", depth) + "1" + strings.Repeat("]", depth)
+}
+
+// refusedOn checks a 422 validation_failed answer whose one detail names
+// field and, in its message, bound.
+func refusedOn(t *testing.T, r *resp, field string, bound int) {
+	t.Helper()
+	r.want(http.StatusUnprocessableEntity)
+	var body struct {
+		Error   string              `json:"error"`
+		Details []models.FieldError `json:"details"`
+	}
+	r.decode(&body)
+	if body.Error != "validation_failed" || len(body.Details) != 1 || body.Details[0].Field != field ||
+		!strings.Contains(body.Details[0].Message, fmt.Sprint(bound)) {
+		t.Errorf("got %s, want validation_failed naming %s and %d", r.body, field, bound)
+	}
+}
+
+// TestRecordNestingIsBoundedAlike: a value of fields or custom_data nests
+// at most models.MaxJSONDepth levels, on both databases alike; SQLite's
+// JSON functions stop at 1,000 levels, and a deeper stored value made
+// every filtered list of its module fail. What is refused leaves the
+// filtered list answering.
+func TestRecordNestingIsBoundedAlike(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		mod := e.createModule("orders", orderFields...)
+		base := "/api/modules/" + mod + "/records"
+		rec := e.createRecord(mod, map[string]any{"title": "a"})
+
+		at := models.MaxJSONDepth
+		e.call("POST", base, e.admin, `{"fields":{"title":"a","meta":`+nested(at)+`},"custom_data":{"x":`+nested(at)+`}}`).want(201)
+		for _, depth := range []int{at + 1, 1001} {
+			t.Run(fmt.Sprint(depth), func(t *testing.T) {
+				e := e.on(t)
+				refusedOn(t, e.call("POST", base, e.admin, `{"fields":{"title":"a","meta":`+nested(depth)+`}}`), "fields.meta", at)
+				refusedOn(t, e.call("POST", base, e.admin, `{"fields":{"title":"a"},"custom_data":{"x":`+nested(depth)+`}}`), "custom_data.x", at)
+				refusedOn(t, e.call("PATCH", base+"/"+rec, e.admin, `{"fields":{"meta":`+nested(depth)+`}}`), "fields.meta", at)
+				refusedOn(t, e.call("PATCH", base+"/"+rec, e.admin, `{"custom_data":{"x":{"y":`+nested(depth-1)+`}}}`), "custom_data.x", at)
+			})
+		}
+		if total := e.call("GET", base+"?filter[title]=a", e.admin, nil).want(200).json()["total"]; total != float64(2) {
+			t.Errorf("filtered total %v, want 2", total)
+		}
+	})
+}
+
+// TestRecordSizeIsBoundedAfterMerges: merge PATCHes, each well within the
+// body limit, cannot grow a record's custom_data or fields past
+// models.MaxRecordJSONBytes; the refused PATCH changes nothing.
+func TestRecordSizeIsBoundedAfterMerges(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		mod := e.createModule("orders", orderFields...)
+		base := "/api/modules/" + mod + "/records"
+		quarter := strings.Repeat("x", models.MaxRecordJSONBytes/4)
+		rec := e.createRecord(mod, map[string]any{"title": quarter})
+		for _, k := range []string{"a", "b", "c"} {
+			e.call("PATCH", base+"/"+rec, e.admin, map[string]any{"custom_data": map[string]any{k: quarter}}).want(200)
+		}
+		refusedOn(t, e.call("PATCH", base+"/"+rec, e.admin, map[string]any{"custom_data": map[string]any{"d": quarter}}), "custom_data", models.MaxRecordJSONBytes)
+		for _, k := range []string{"a", "b"} {
+			e.call("PATCH", base+"/"+rec, e.admin, map[string]any{"fields": map[string]any{"meta": map[string]any{k: quarter}}}).want(200)
+		}
+		refusedOn(t, e.call("PATCH", base+"/"+rec, e.admin, map[string]any{"fields": map[string]any{"meta": map[string]any{"a": quarter, "b": quarter, "c": quarter}}}), "fields", models.MaxRecordJSONBytes)
+		if v := e.call("GET", base+"/"+rec, e.admin, nil).want(200).json()["version"]; v != float64(6) {
+			t.Errorf("version %v after the refused PATCHes, want 6", v)
+		}
+	})
+}

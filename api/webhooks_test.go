@@ -931,3 +931,31 @@ func TestWebhookEndpointLimit(t *testing.T) {
 		e.call("POST", "/api/admin/webhook-endpoints", e.admin, body).want(http.StatusCreated)
 	})
 }
+
+// TestWebhookEndpointURLBound: a URL longer than models.MaxURLBytes is
+// refused, 422 invalid_url whose message names url and the bound, on
+// create and on update; one of exactly that length is taken.
+func TestWebhookEndpointURLBound(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		const path = "/api/admin/webhook-endpoints"
+		long := func(n int) string {
+			const start = "https://hooks.example.com/"
+			return start + strings.Repeat("a", n-len(start))
+		}
+		id := e.createEndpoint(map[string]any{"url": long(models.MaxURLBytes), "events": []string{"record_created"}})["id"].(string)
+		for _, r := range []*resp{
+			e.call("POST", path, e.admin, map[string]any{"url": long(1_000_000), "events": []string{"record_created"}}),
+			e.call("POST", path, e.admin, map[string]any{"url": long(models.MaxURLBytes + 1), "events": []string{"record_created"}}),
+			e.call("PATCH", path+"/"+id, e.admin, map[string]any{"url": long(1_000_000)}),
+		} {
+			r.want(http.StatusUnprocessableEntity)
+			var body struct{ Error, Message string }
+			r.decode(&body)
+			bound := fmt.Sprint(models.MaxURLBytes)
+			if body.Error != "invalid_url" || !strings.HasPrefix(body.Message, "url ") || !strings.Contains(body.Message, bound) {
+				t.Errorf("got %.300s, want invalid_url naming url and %s", r.body, bound)
+			}
+		}
+	})
+}

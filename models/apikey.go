@@ -84,8 +84,8 @@ const DefaultRateLimitPerMinute = 600
 
 func (s *Store) validateKeyInput(ctx context.Context, tenantID string, in KeyInput) ([]FieldError, error) {
 	var errs []FieldError
-	if in.Name != nil && len(*in.Name) > 200 {
-		errs = append(errs, FieldError{Field: "name", Message: "must be at most 200 characters"})
+	if in.Name != nil && len(*in.Name) > MaxNameBytes {
+		errs = append(errs, FieldError{Field: "name", Message: tooLong(MaxNameBytes, len(*in.Name))})
 	}
 	if in.RateLimitPerMinute != nil && (*in.RateLimitPerMinute < 1 || *in.RateLimitPerMinute > MaxRateLimitPerMinute) {
 		errs = append(errs, FieldError{Field: "rate_limit_per_minute", Message: fmt.Sprintf("must be between 1 and %d", MaxRateLimitPerMinute)})

@@ -12,9 +12,6 @@ import (
 	"strings"
 )
 
-// MaxFilterConditions bounds an endpoint's filter.
-const MaxFilterConditions = 20
-
 // EndpointFilter is an endpoint's content filter: a record field's name →
 // the value the field must equal, read by the field's type as the records
 // list reads filter[<field>]=<value> (Field.FilterValue): a string, a bool
@@ -125,6 +122,12 @@ func (s *Store) validateFilter(ctx context.Context, tenantID string, e *WebhookE
 			out[name] = v
 		}
 	}
+	if len(errs) == 0 {
+		// The values are bounded one by one; the names by the modules.
+		if b, err := json.Marshal(out); err == nil && len(b) > MaxFilterBytes {
+			errs = append(errs, FieldError{Field: "filter", Message: fmt.Sprintf("must encode to at most %d bytes of JSON, got %d", MaxFilterBytes, len(b))})
+		}
+	}
 	e.Filter = out
 	return errs, nil
 }
@@ -159,6 +162,9 @@ func filterCondition(f Field, v any) (any, string) {
 		raw = string(x)
 	case bool:
 		raw = strconv.FormatBool(x)
+	}
+	if len(raw) > MaxFilterValueBytes {
+		return nil, tooLong(MaxFilterValueBytes, len(raw))
 	}
 	if msg := checkValue(f, v); msg != "" {
 		return nil, msg

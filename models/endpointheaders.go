@@ -16,22 +16,11 @@ import (
 // credentials, so they are kept like the signing secret: sealed at rest,
 // never answered in clear but by the reveal route, never logged, and masked
 // in the request headers of the attempts' rows.
-const (
-	// MaxEndpointHeaders is how many custom headers an endpoint may have.
-	MaxEndpointHeaders = 20
-	// MaxHeaderNameBytes bounds one header name.
-	MaxHeaderNameBytes = 256
-	// MaxHeaderValueBytes bounds one header value.
-	MaxHeaderValueBytes = 1024
-	// MaxHeadersBytes bounds the names and values of all of an endpoint's
-	// custom headers together, so that with recordhub's own headers a
-	// request stays within the 8 KiB that common servers accept.
-	MaxHeadersBytes = 4 << 10
-	// HeaderMask stands for a custom header's value wherever it is shown:
-	// endpoint answers, the console, and the attempts' stored request
-	// headers.
-	HeaderMask = "<redacted>"
-)
+// Their bounds are in bounds.go.
+//
+// HeaderMask stands for a custom header's value wherever it is shown:
+// endpoint answers, the console, and the attempts' stored request headers.
+const HeaderMask = "<redacted>"
 
 // Why a header name cannot be a custom header, by its lower-case name.
 const (
@@ -60,14 +49,17 @@ var reservedHeaderPrefixes = []struct{ prefix, reason string }{
 	{"webhook-", reasonSignature},
 }
 
-// ReservedHeader reports whether name (in any case) is a header an
-// endpoint may not set, and why: hop-by-hop and transport headers, those
-// describing the body, and every header recordhub sets itself (User-Agent,
-// X-Webhook-*, the Standard Webhooks webhook-*, the trace context). So a
-// custom header can never override a header recordhub sends, and every
-// header of a request that is not reserved is a custom one.
+// ReservedHeader reports whether name (in any case, with "_" for "-") is a
+// header an endpoint may not set, and why: hop-by-hop and transport
+// headers, those describing the body, and every header recordhub sets
+// itself (User-Agent, X-Webhook-*, the Standard Webhooks webhook-*, the
+// trace context). So a custom header can never override a header recordhub
+// sends, and every header of a request that is not reserved is a custom
+// one. CGI and WSGI receivers (and the proxies in front of many others)
+// read "_" as "-": X_Webhook_Signature would reach them as a second value
+// of X-Webhook-Signature.
 func ReservedHeader(name string) (reason string, reserved bool) {
-	l := strings.ToLower(name)
+	l := headerKey(name)
 	if r, ok := reservedHeaders[l]; ok {
 		return r, true
 	}
@@ -79,8 +71,13 @@ func ReservedHeader(name string) (reason string, reserved bool) {
 	return "", false
 }
 
+// headerKey is the name a receiver may read name as: lower case, "_" as "-".
+func headerKey(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
+}
+
 // CustomHeaderRule says what custom headers must be, for error messages.
-var CustomHeaderRule = fmt.Sprintf("at most %d headers, names of letters, digits and !#$%%&'*+-.^_`|~ (at most %d bytes, case-insensitive and unique), "+
+var CustomHeaderRule = fmt.Sprintf("at most %d headers, names of letters, digits and !#$%%&'*+-.^_`|~ (at most %d bytes, unique ignoring case and reading _ as -), "+
 	"values of at most %d bytes without control characters, %d bytes in all", MaxEndpointHeaders, MaxHeaderNameBytes, MaxHeaderValueBytes, MaxHeadersBytes)
 
 // checkHeaders validates custom headers and returns them under their
@@ -106,11 +103,11 @@ func checkHeaders(in map[string]string) (map[string]string, []FieldError) {
 			continue
 		}
 		canon := http.CanonicalHeaderKey(name)
-		if first, dup := given[canon]; dup {
-			errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf("names the same header as %q: header names are case-insensitive", first)})
+		if first, dup := given[headerKey(name)]; dup {
+			errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf("names the same header as %q: header names are case-insensitive, and receivers may read \"_\" as \"-\"", first)})
 			continue
 		}
-		given[canon] = name
+		given[headerKey(name)] = name
 		switch {
 		case value == "":
 			errs = append(errs, FieldError{Field: field, Message: "must not be empty; leave the header out instead"})

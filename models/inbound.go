@@ -18,8 +18,6 @@ import (
 const (
 	PrefixInboundWebhook = "ibw_"
 	PrefixInboundEvent   = "ibe_"
-	// MaxMatchFields bounds an inbound webhook's match fields.
-	MaxMatchFields = 10
 	// InboundRateLimit is the per-minute budget of one inbound webhook.
 	InboundRateLimit = 60
 )

@@ -62,17 +62,14 @@ var (
 	fieldNamePattern = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]{0,62}$`)
 )
 
-// MaxModuleFields bounds a module's field list.
-const MaxModuleFields = 200
-
 // ValidateModule checks a module's slug, name and field definitions.
 func ValidateModule(slug, name string, fields []Field) []FieldError {
 	var errs []FieldError
 	if !slugPattern.MatchString(slug) {
 		errs = append(errs, FieldError{Field: "slug", Message: "must be 1-63 characters of a-z, 0-9, '-' or '_', starting with a letter or digit"})
 	}
-	if name == "" || len(name) > 200 {
-		errs = append(errs, FieldError{Field: "name", Message: "must be 1-200 characters"})
+	if name == "" || len(name) > MaxNameBytes {
+		errs = append(errs, FieldError{Field: "name", Message: fmt.Sprintf("must be 1 to %d bytes, got %d", MaxNameBytes, len(name))})
 	}
 	if len(fields) > MaxModuleFields {
 		errs = append(errs, FieldError{Field: "fields", Message: fmt.Sprintf("at most %d fields", MaxModuleFields)})

@@ -78,6 +78,9 @@ func (s *Store) newRecord(m *Module, fields, customData map[string]any) (*Record
 		customData = map[string]any{}
 	}
 	errs := append(m.ValidateRecordFields(fields, nil), unstorableErrors("custom_data", customData)...)
+	if len(errs) == 0 {
+		errs = append(oversized("fields", fields), oversized("custom_data", customData)...)
+	}
 	if len(errs) > 0 {
 		return nil, nil, ValidationError(errs)
 	}
@@ -289,6 +292,7 @@ func (s *Store) filterOn(column, name string, v any) (string, []any, error) {
 		}
 		return column + " -> ? = CAST(? AS jsonb)", []any{name, string(b)}, nil
 	}
+	column = readableJSON(column)
 	path := `$."` + name + `"`
 	if b, ok := v.(bool); ok {
 		// SQLite reads JSON true and false as 1 and 0; the type tells them
@@ -300,6 +304,20 @@ func (s *Store) filterOn(column, name string, v any) (string, []any, error) {
 		return "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) = ?", []any{path, i, path, typ}, nil
 	}
 	return "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) = 'text'", []any{path, v, path}, nil
+}
+
+// readableJSON is SQLite's expression of a JSON column that is NULL where
+// SQLite's JSON functions cannot read the column, so that such a row
+// matches no condition on it: json_extract and json_type stop at 1,000
+// levels of nesting with an error that would fail the whole statement,
+// and releases that did not bound nesting may have stored deeper values.
+// Such a row is still listed unfiltered, read, patched once its value is
+// fixed, and deleted; only a condition on it cannot be decided, and no
+// match is the answer that fails no one else's request. Rewriting the rows
+// instead would change data that their owners sent. CASE, unlike AND,
+// guarantees json_valid runs first.
+func readableJSON(column string) string {
+	return "(CASE WHEN json_valid(" + column + ") THEN " + column + " END)"
 }
 
 // numberFilterOn is filterOn for a number. The number is bound as an int64
@@ -324,6 +342,7 @@ func (s *Store) numberFilterOn(column, name string, n json.Number) (string, []an
 		// jsonb compares numbers by value: 2 equals 2.0.
 		return column + " -> ? = to_jsonb(CAST(? AS " + typ + "))", []any{name, arg}, nil
 	}
+	column = readableJSON(column)
 	path := `$."` + name + `"`
 	// The type check keeps 1 and 0 from matching JSON true and false.
 	return "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) IN ('integer', 'real')", []any{path, arg, path}, nil
@@ -396,6 +415,16 @@ func (s *Store) patchRecordTx(tx *gorm.DB, m *Module, r *Record, patch RecordPat
 	errs := m.ValidateRecordFields(newFields, fields)
 	if patch.CustomData != nil {
 		errs = append(errs, unstorableErrors("custom_data", newCustom)...)
+	}
+	// The merged record is bounded, not only the patch: PATCHes within the
+	// body limit would otherwise grow it without end. Only what the patch
+	// changes is measured, so that a record stored beyond the bound by an
+	// earlier release can still have its other half changed.
+	if len(errs) == 0 && patch.Fields != nil {
+		errs = oversized("fields", newFields)
+	}
+	if len(errs) == 0 && patch.CustomData != nil {
+		errs = oversized("custom_data", newCustom)
 	}
 	if len(errs) > 0 {
 		return false, ValidationError(errs)

@@ -2,6 +2,7 @@ package models
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -87,17 +88,25 @@ func storableFieldErrors(errs FieldErrors) FieldErrors {
 	return out
 }
 
-// Values that PostgreSQL's jsonb cannot hold are refused on both databases
-// alike, so that a record SQLite takes is one PostgreSQL takes too: U+0000
-// in a string or an object key, and numbers outside its numeric range.
-// Numbers are held to float64's range, which lies inside that.
+// Values that one of the databases cannot hold or read are refused on
+// both alike, so that a record SQLite takes is one PostgreSQL takes too:
+// U+0000 in a string or an object key, and numbers outside its numeric
+// range, which PostgreSQL's jsonb cannot hold (numbers are held to
+// float64's range, which lies inside that); and values nested deeper than
+// MaxJSONDepth, far within what SQLite's JSON functions read.
 const (
 	errNUL         = "must not contain the NUL character (\\u0000)"
 	errNumberRange = "must hold only numbers that are 0 or between 1e-308 and 1.7e308 in magnitude"
 )
 
+var errTooDeep = fmt.Sprintf("must nest at most %d levels of objects and arrays", MaxJSONDepth)
+
 // unstorable returns why v, a decoded JSON value, cannot be stored, or "".
-func unstorable(v any) string {
+func unstorable(v any) string { return unstorableAt(v, 0) }
+
+// unstorableAt is unstorable of a value that depth objects and arrays
+// enclose.
+func unstorableAt(v any, depth int) string {
 	switch v := v.(type) {
 	case string:
 		if strings.ContainsRune(v, 0) {
@@ -108,17 +117,23 @@ func unstorable(v any) string {
 			return errNumberRange
 		}
 	case map[string]any:
+		if depth >= MaxJSONDepth {
+			return errTooDeep
+		}
 		for k, e := range v {
 			if strings.ContainsRune(k, 0) {
 				return errNUL
 			}
-			if msg := unstorable(e); msg != "" {
+			if msg := unstorableAt(e, depth+1); msg != "" {
 				return msg
 			}
 		}
 	case []any:
+		if depth >= MaxJSONDepth {
+			return errTooDeep
+		}
 		for _, e := range v {
-			if msg := unstorable(e); msg != "" {
+			if msg := unstorableAt(e, depth+1); msg != "" {
 				return msg
 			}
 		}

@@ -32,8 +32,8 @@ func (s *Store) CreateUniqueTenant(ctx context.Context, name string, rateLimit i
 }
 
 func (s *Store) createTenant(ctx context.Context, name, adminSecret string, rateLimit int, unique bool) (*Tenant, *APIKey, string, error) {
-	if name == "" {
-		return nil, nil, "", Errorf(KindInvalid, "tenant name must not be empty")
+	if name == "" || len(name) > MaxNameBytes {
+		return nil, nil, "", Errorf(KindInvalid, "a tenant name must be 1 to %d bytes, got %d", MaxNameBytes, len(name))
 	}
 	if adminSecret == "" {
 		adminSecret = NewAPIKeySecret()

@@ -168,8 +168,8 @@ type URLChecker func(ctx context.Context, rawURL string) error
 // characters, then check) when check is not nil.
 func (s *Store) validateEndpoint(ctx context.Context, tenantID string, e *WebhookEndpoint, check URLChecker) ([]FieldError, error) {
 	var errs []FieldError
-	if len(e.Description) > 500 {
-		errs = append(errs, FieldError{Field: "description", Message: "must be at most 500 characters"})
+	if len(e.Description) > MaxDescriptionBytes {
+		errs = append(errs, FieldError{Field: "description", Message: tooLong(MaxDescriptionBytes, len(e.Description))})
 	}
 	if len(e.Events) == 0 {
 		errs = append(errs, FieldError{Field: "events", Message: "subscribe to at least one event type"})
@@ -198,6 +198,9 @@ func (s *Store) validateEndpoint(ctx context.Context, tenantID string, e *Webhoo
 	}
 	if len(errs) > 0 || check == nil {
 		return errs, nil
+	}
+	if len(e.URL) > MaxURLBytes {
+		return nil, Errorf(KindInvalidURL, "url %s", tooLong(MaxURLBytes, len(e.URL)))
 	}
 	if err := CheckURLCharacters(e.URL); err != nil {
 		return nil, err

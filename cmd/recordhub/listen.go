@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -158,19 +160,22 @@ func newListenHandler(secret string, status int, out io.Writer) http.Handler {
 			http.Error(w, "cannot read the body", http.StatusBadRequest)
 			return
 		}
+		// What the listener read and verified comes first, each line
+		// escaped; the body follows, each of its lines after
+		// listenBodyMargin, so that no body can print a verdict of its own.
 		var b bytes.Buffer
-		fmt.Fprintf(&b, "--- %s  POST %s\n", time.Now().Format(time.RFC3339), r.URL.RequestURI())
-		fmt.Fprintf(&b, "event:               %s\n", orNone(r.Header.Get(activities.HeaderEvent)))
-		fmt.Fprintf(&b, "event id:            %s\n", orNone(r.Header.Get(activities.HeaderID)))
-		fmt.Fprintf(&b, "webhook-id:          %s\n", orNone(r.Header.Get(activities.HeaderStdID)))
-		fmt.Fprintf(&b, "attempt:             %s\n", orNone(r.Header.Get(activities.HeaderAttempt)))
+		fmt.Fprintf(&b, "--- %s  POST %s\n", time.Now().Format(time.RFC3339), printable(r.URL.RequestURI()))
+		fmt.Fprintf(&b, "event:               %s\n", headerOf(r, activities.HeaderEvent))
+		fmt.Fprintf(&b, "event id:            %s\n", headerOf(r, activities.HeaderID))
+		fmt.Fprintf(&b, "webhook-id:          %s\n", headerOf(r, activities.HeaderStdID))
+		fmt.Fprintf(&b, "attempt:             %s\n", headerOf(r, activities.HeaderAttempt))
 		hexResult, stdResult := "not checked (no --secret)", "not checked (no --secret)"
 		if secret != "" {
 			hexResult = verifyHexSignature(secret, body, r.Header)
 			stdResult = verifyStandardSignature(std, stdErr, body, r.Header)
 		}
-		fmt.Fprintf(&b, "X-Webhook-Signature: %s\n", hexResult)
-		fmt.Fprintf(&b, "webhook-signature:   %s\n", stdResult)
+		fmt.Fprintf(&b, "X-Webhook-Signature: %s\n", printable(hexResult))
+		fmt.Fprintf(&b, "webhook-signature:   %s\n", printable(stdResult))
 		writeBody(&b, body)
 		fmt.Fprintf(&b, "answered %d\n\n", status)
 		mu.Lock()
@@ -231,28 +236,72 @@ func verifyStandardSignature(wh *standardwebhooks.Webhook, whErr error, body []b
 	return "FAILED (" + err.Error() + ")"
 }
 
-// writeBody writes a JSON body indented, anything else as it came.
+// listenBodyMargin starts every printed line of a body.
+const listenBodyMargin = "  | "
+
+// writeBody writes the body, a JSON body indented, each line after
+// listenBodyMargin and escaped (printable).
 func writeBody(b *bytes.Buffer, body []byte) {
 	if len(body) == 0 {
-		b.WriteString("(empty body)\n")
+		b.WriteString("body: (empty)\n")
 		return
 	}
-	if json.Valid(body) {
-		if err := json.Indent(b, body, "", "  "); err == nil {
-			b.WriteByte('\n')
-			return
-		}
+	text, kind := body, "not JSON"
+	var indented bytes.Buffer
+	if json.Valid(body) && json.Indent(&indented, body, "", "  ") == nil {
+		text, kind = indented.Bytes(), "JSON"
 	}
-	b.WriteString("(not JSON)\n")
-	b.Write(body)
-	if body[len(body)-1] != '\n' {
+	fmt.Fprintf(b, "body (%s, %d bytes):\n", kind, len(body))
+	for line := range strings.SplitSeq(strings.TrimSuffix(string(text), "\n"), "\n") {
+		b.WriteString(listenBodyMargin)
+		b.WriteString(printable(line))
 		b.WriteByte('\n')
 	}
 }
 
-func orNone(s string) string {
-	if s == "" {
+// headerOf is the request's header name as printed: escaped, or (none).
+func headerOf(r *http.Request, name string) string {
+	v := r.Header.Get(name)
+	if v == "" {
 		return "(none)"
 	}
-	return s
+	return printable(v)
+}
+
+// printable returns s with everything a terminal could act on written as
+// an escape: control characters (ESC and BEL among them, CR and LF, C1
+// controls such as CSI), the bidirectional overrides that reorder what is
+// shown, line and paragraph separators, and bytes that are not UTF-8. A
+// sender's text then cannot move the cursor, retitle the window or start
+// a line of its own.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, mustEscape) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case mustEscape(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func mustEscape(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || unicode.In(r, unicode.Zl, unicode.Zp)
 }

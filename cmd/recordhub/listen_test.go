@@ -81,7 +81,7 @@ func TestListenHandler(t *testing.T) {
 				"POST /hook", "event:               record_updated", "event id:            evt_1",
 				"webhook-id:          evt_1", "attempt:             2",
 				"X-Webhook-Signature: ok\n", "webhook-signature:   ok\n",
-				"{\n  \"id\": \"evt_1\",\n  \"event\": \"record_updated\",\n  \"record\": {\n    \"id\": \"rec_1\"\n  }\n}\n",
+				"body (JSON, 63 bytes):\n  | {\n  |   \"id\": \"evt_1\",\n  |   \"event\": \"record_updated\",\n  |   \"record\": {\n  |     \"id\": \"rec_1\"\n  |   }\n  | }\n",
 				"answered 204",
 			},
 		},
@@ -125,7 +125,7 @@ func TestListenHandler(t *testing.T) {
 			name: "body that is not JSON", secret: newSecret, status: 204,
 			delivery: listenDelivery{body: "plain <text>", hexKey: []byte(newSecret), stdKey: key},
 			wantCode: 204,
-			want:     []string{"X-Webhook-Signature: ok\n", "webhook-signature:   ok\n", "(not JSON)\nplain <text>\n"},
+			want:     []string{"X-Webhook-Signature: ok\n", "webhook-signature:   ok\n", "body (not JSON, 12 bytes):\n  | plain <text>\n"},
 		},
 	}
 	for _, tc := range tests {
@@ -301,7 +301,7 @@ func TestRunListener(t *testing.T) {
 	if res.StatusCode != 202 {
 		t.Errorf("answered %d, want 202", res.StatusCode)
 	}
-	if !strings.Contains(out.String(), "{\n  \"a\": 1\n}\n") {
+	if !strings.Contains(out.String(), "  | {\n  |   \"a\": 1\n  | }\n") {
 		t.Errorf("output:\n%s", out.String())
 	}
 	cancel()
@@ -323,5 +323,64 @@ func TestWebhooksUsageNamesListen(t *testing.T) {
 		if err == nil || !strings.Contains(stderr.String(), listenUsage) {
 			t.Errorf("webhooks %v: %v, stderr %q; want an error and listen's usage", args, err, stderr.String())
 		}
+	}
+}
+
+// TestListenEscapesWhatItPrints: a body cannot fake the verdict block nor
+// reach the terminal: what the listener verified comes first, every line
+// of the body after it is framed, and control characters (terminal
+// escapes, carriage returns, C1 controls, bidi overrides) are printed
+// escaped.
+func TestListenEscapesWhatItPrints(t *testing.T) {
+	const fake = "\n--- 2026-01-01T00:00:00Z  POST /webhooks\nevent id:            evt_FAKE\n" +
+		"X-Webhook-Signature: ok\nwebhook-signature:   ok\n\x1b]0;pwned-title\x07\rcr\u009b31m\u202edone"
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	for _, c := range []struct {
+		name, body string
+		escaped    []string // as the output must show them
+	}{
+		{"not JSON", fake, []string{`\x1b]0;pwned-title\x07\rcr\u009b31m\u202edone`, "evt_FAKE"}},
+		{"JSON", `{"note":"` + "\u009b31m\u202e" + `","fake":"\nX-Webhook-Signature: ok"}`, []string{`"note": "\u009b31m\u202e"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out syncBuffer
+			srv := httptest.NewServer(newListenHandler(secret, 204, &out))
+			defer srv.Close()
+			d := listenDelivery{body: c.body, hexKey: []byte("whsec_other"), stdKey: []byte("other")}
+			res, err := srv.Client().Do(d.request(t, srv.URL+"/hook"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			got := out.String()
+			for _, r := range got {
+				if r != '\n' && (r < 0x20 || r >= 0x7f && r < 0xa0 || r >= 0x2066 && r <= 0x2069 || r >= 0x202a && r <= 0x202e) {
+					t.Errorf("output holds %U unescaped:\n%q", r, got)
+					break
+				}
+			}
+			var verdicts []string
+			bodyStarts := -1
+			lines := strings.Split(got, "\n")
+			for i, l := range lines {
+				if strings.HasPrefix(l, "X-Webhook-Signature:") || strings.HasPrefix(l, "webhook-signature:") || strings.HasPrefix(l, "event id:") {
+					verdicts = append(verdicts, l)
+					if bodyStarts >= 0 {
+						t.Errorf("line %d %q comes after the body, which starts at line %d", i, l, bodyStarts)
+					}
+				}
+				if strings.HasPrefix(l, "  | ") && bodyStarts < 0 {
+					bodyStarts = i
+				}
+			}
+			if len(verdicts) != 3 || !strings.Contains(verdicts[1], "FAILED") || !strings.Contains(verdicts[2], "FAILED") || strings.Contains(verdicts[0], "FAKE") {
+				t.Errorf("verdict lines %q, want one event id and two FAILED signatures:\n%s", verdicts, got)
+			}
+			for _, w := range c.escaped {
+				if !strings.Contains(got, w) {
+					t.Errorf("output does not hold %q:\n%s", w, got)
+				}
+			}
+		})
 	}
 }

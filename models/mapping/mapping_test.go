@@ -228,7 +228,7 @@ func TestCompileRefusesSource(t *testing.T) {
 		{"$.payload[ -18446744073709551615 ]", "at most 9 digits"},
 		{"$.payload.\x00", "control characters"},
 		{"$.payload.\xff", "UTF-8"},
-		{"$.payload." + strings.Repeat("a", 503), "at most 512 characters"},
+		{"$.payload." + strings.Repeat("a", 503), "at most 512 bytes"},
 	}
 	for _, tt := range tests {
 		m, problems := mapping.Compile([]mapping.Rule{{Source: tt.source, Field: "f"}})

@@ -9,8 +9,8 @@ import (
 	"github.com/ohler55/ojg/jp"
 )
 
-// maxSource bounds a rule's source, in bytes.
-const maxSource = 512
+// MaxSourceBytes bounds a rule's source.
+const MaxSourceBytes = 512
 
 // maxIndexDigits bounds an array index: ojg's parser does not check for
 // overflow, so [18446744073709551615] would silently read as [-1].
@@ -32,8 +32,8 @@ func compileSource(src string) (source, error) {
 	switch {
 	case src == "":
 		return source{}, errors.New("is required")
-	case len(src) > maxSource:
-		return source{}, fmt.Errorf("must be at most %d characters", maxSource)
+	case len(src) > MaxSourceBytes:
+		return source{}, fmt.Errorf("must be at most %d bytes", MaxSourceBytes)
 	case !utf8.ValidString(src):
 		return source{}, errors.New("must be valid UTF-8")
 	case strings.ContainsFunc(src, isControl):
