@@ -25,7 +25,7 @@ import (
 // process holding the worker and the embedded Temporal server) while the
 // delivery's first attempt, a local activity, waits for the receiver's
 // answer. After a restart the workflow task that ran the attempt times
-// out and runs again; the attempt runs again as attempt 2, which marks the
+// out (a minute after it started) and runs again; the attempt runs again as attempt 2, which marks the
 // lost attempt's row worker_lost, and is accepted.
 func TestWorkerKilledDuringLocalAttempt(t *testing.T) {
 	cfg := webhookConfig(t, models.SQLite)
@@ -60,7 +60,9 @@ func TestWorkerKilledDuringLocalAttempt(t *testing.T) {
 		Succeeded bool
 	}
 	var rows []row
-	storetest.Eventually(t, 90*time.Second, "the attempt after the restart to succeed", func() bool {
+	// The killed worker's workflow task times out a minute after it
+	// started (the attempt timeout and its row margin, with room).
+	storetest.Eventually(t, 2*time.Minute, "the attempt after the restart to succeed", func() bool {
 		st, m := call(t, "GET", child.base+"/api/admin/webhook-deliveries?endpoint_id="+ep["id"].(string)+"&limit=10", key, "")
 		if st != http.StatusOK {
 			return false

@@ -66,7 +66,10 @@ func TestOrderedWorkerKilled(t *testing.T) {
 	child = startChild(t, cfg)
 	defer child.kill(t)
 	last := int64(updates + 1)
-	storetest.WhileProgressing(t, time.Minute, "every version after the restart", func() (int, bool) {
+	// Nothing moves until the killed worker's workflow task times out,
+	// which takes a minute (the attempt timeout and its row margin, with
+	// room): two minutes without a new version is a stall.
+	storetest.WhileProgressing(t, 2*time.Minute, "every version after the restart", func() (int, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(versions), slices.Contains(versions, last)
