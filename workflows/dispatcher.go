@@ -208,7 +208,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	// restarting Temporal answers "deadline exceeded" to starts it did
 	// make), until a round goes by without one, they go through the task
 	// queue instead: a lost answer leaves its eager task with no worker
-	// until the task's timeout (10 s), where through the task queue it
+	// until the task's timeout (a minute, see workflowTaskTimeout), where through the task queue it
 	// waits only for a poller. A start that never reached Temporal
 	// (unavailable: connection refused) is no reason: after an outage the
 	// pollers are still backing off (the SDK waits up to 10 s between
