@@ -55,7 +55,7 @@ func openDatabase(ctx context.Context, cfg Config, key []byte, migrate bool) (*m
 	if err != nil {
 		return nil, err
 	}
-	opts := models.Options{SecretBox: box}
+	opts := models.Options{SecretBox: box, BulkRunning: cfg.BulkRunning, BulkRate: cfg.BulkRate}
 	var store *models.Store
 	if cfg.DatabaseURL != "" {
 		opts.MaxOpenConns = cfg.DatabaseMaxConns
