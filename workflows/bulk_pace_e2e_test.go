@@ -2,10 +2,14 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -209,4 +213,150 @@ func TestBulkPacePerTenant(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBulkPaceLatency measures what one tenant's resync costs another
+// tenant's live deliveries, on the Temporal server recordhub embeds, run
+// in-process, and SQLite, as `recordhub serve` runs by default: tenant B
+// creates a record every 200 ms, alone and then while tenant A resyncs
+// 2,611 records, and the p50 and largest of B's create → first request
+// are reported for each phase. It is a measurement, not a check: run it
+// with RECORDHUB_BULK_MEASURE=1, and RECORDHUB_BULK_RATE=-1 to resync
+// unpaced (or another rate a second).
+func TestBulkPaceLatency(t *testing.T) {
+	if os.Getenv("RECORDHUB_BULK_MEASURE") != "1" {
+		t.Skip("a measurement: set RECORDHUB_BULK_MEASURE=1")
+	}
+	rate, _ := strconv.Atoi(os.Getenv("RECORDHUB_BULK_RATE"))
+	const records = 2611
+	c := embeddedTemporal(t)
+	ctx := t.Context()
+	store := storetest.NewDB(t, models.SQLite).Open(t, models.Options{BulkRate: rate})
+	queue := "bulk-latency"
+	policy := RetryPolicy{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second}
+	module := func(name string) (string, *models.Module) {
+		tn, _, _, err := store.CreateTenant(ctx, name, "", 600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mod, err := store.CreateModule(ctx, tn.ID, models.ModuleInput{
+			Slug: ptr("orders"), Name: ptr("Orders"), Fields: &[]models.Field{{Name: "n", Type: models.TypeInteger}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tn.ID, mod
+	}
+	aID, aMod := module("a")
+	bID, bMod := module("b")
+	seedRecords(t, store, aMod, records)
+	for {
+		pending, err := store.PendingEvents(ctx, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			break
+		}
+		ids := make([]string, len(pending))
+		for i, e := range pending {
+			ids[i] = e.ID
+		}
+		if err := store.MarkDispatched(ctx, ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(sink.Close)
+	var mu sync.Mutex
+	arrived := map[string]time.Time{}
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Record struct {
+				ID string `json:"id"`
+			} `json:"record"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		if _, ok := arrived[body.Record.ID]; !ok {
+			arrived[body.Record.ID] = time.Now()
+		}
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(rcv.Close)
+	endpoint := func(tenantID, url, event string) *models.WebhookEndpoint {
+		ep, _, err := store.CreateEndpoint(ctx, tenantID, models.EndpointInput{URL: &url, Events: &[]string{event}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ep
+	}
+	aEP := endpoint(aID, sink.URL, models.EventRecordSnapshot)
+	endpoint(bID, rcv.URL, models.EventRecordCreated)
+
+	deliver, err := activities.NewDeliverer(store, activities.Config{Timeout: 5 * time.Second, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := worker.New(c, queue, worker.Options{MaxConcurrentWorkflowTaskPollers: 32, MaxConcurrentActivityTaskPollers: 8})
+	Register(w, deliver)
+	RegisterResync(w, activities.NewResyncer(store, &Snapshots{Starter: c, Policy: policy, TaskQueue: queue, Eager: true}, 0, nil))
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	dctx, stop := context.WithCancel(ctx)
+	disp := &Dispatcher{Store: store, Starter: c, Policy: policy, TaskQueue: queue, PollInterval: 100 * time.Millisecond}
+	dispatched := make(chan struct{})
+	go func() { defer close(dispatched); disp.Run(dctx) }()
+	defer func() { stop(); <-dispatched }()
+
+	// phase creates B's records, one every 200 ms, until done says so,
+	// and reports their create → first request.
+	phase := func(name string, done func(n int) bool) {
+		created := map[string]time.Time{}
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for n := 0; !done(n); n++ {
+			<-tick.C
+			at := time.Now()
+			r, err := store.CreateRecord(ctx, bMod, map[string]any{"n": n}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			created[r.ID] = at
+		}
+		storetest.WhileProgressing(t, time.Minute, "B's deliveries", func() (int, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			n := 0
+			for id := range created {
+				if _, ok := arrived[id]; ok {
+					n++
+				}
+			}
+			return n, n == len(created)
+		})
+		var lat []time.Duration
+		mu.Lock()
+		for id, at := range created {
+			lat = append(lat, arrived[id].Sub(at))
+		}
+		mu.Unlock()
+		slices.Sort(lat)
+		t.Logf("%s: %d of B's creates, create → first request p50 %s, p90 %s, max %s", name, len(lat),
+			lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	}
+	phase("alone", func(n int) bool { return n == 25 })
+	began := time.Now()
+	rs, err := (&Resyncs{Starter: c, Store: store, TaskQueue: queue}).Start(ctx, aID, aEP.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	phase(fmt.Sprintf("during A's resync of %d records (pace %d/s; 0: default, -1: none)", records, rate), func(n int) bool {
+		cur, err := store.GetResync(ctx, aID, aEP.ID, rs.ID)
+		return n >= 300 || (err == nil && cur.Status != models.ResyncRunning)
+	})
+	t.Logf("A's resync took %s", time.Since(began).Round(time.Millisecond))
 }
