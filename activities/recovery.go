@@ -25,6 +25,7 @@ type RecoveryStore interface {
 	SetRecoveryProgress(ctx context.Context, id string, p models.RecoveryProgress) error
 	CapRecovery(ctx context.Context, id, atEventID string, nextSince time.Time) error
 	FinishRecovery(ctx context.Context, id, status string, p models.RecoveryProgress, why string, at time.Time) error
+	BulkPaceStore
 }
 
 // ReplayStarter starts replay executions; workflows.Replayer is one. It
@@ -133,6 +134,7 @@ func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (Recov
 	if limit < 1 {
 		limit = DefaultRecoveryPage
 	}
+	limit = r.store.BulkPageLimit(limit)
 	// left is what the cap leaves this page and those after it; when it is
 	// no more than a page (last), the page asks one event more, to tell a
 	// recovery that ended exactly at its cap from one with events left.
@@ -141,6 +143,9 @@ func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (Recov
 	if last {
 		ask = take + 1
 	}
+	// Waits at the tenant's pace are not a dead worker.
+	stop := keepAlive(ctx)
+	defer stop()
 	ep, err := r.store.GetEndpoint(ctx, in.TenantID, in.EndpointID)
 	if errors.Is(err, models.ErrNotFound) {
 		return RecoverPageOutput{}, temporal.NewNonRetryableApplicationError("the endpoint was deleted", ErrTypeRecoveryStopped, err)
@@ -201,7 +206,7 @@ func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (Recov
 	if err != nil {
 		return RecoverPageOutput{}, err
 	}
-	if err := r.startAll(ctx, replay, ep, wids); err != nil {
+	if err := r.startAll(ctx, in.TenantID, replay, ep, wids); err != nil {
 		return RecoverPageOutput{}, err
 	}
 	out.Replayed = len(replay)
@@ -233,9 +238,10 @@ func resumeSince(next models.RecoveryCandidate, since time.Time) time.Time {
 	return since
 }
 
-// startAll starts the replays of cs, r.concurrency at a time, and returns
-// the first error; after one, it starts no more.
-func (r *Recoverer) startAll(ctx context.Context, cs []models.RecoveryCandidate, ep *models.WebhookEndpoint, wids map[string]string) error {
+// startAll starts the replays of cs, r.concurrency at a time at the
+// tenant's pace, and returns the first error; after one, it starts no
+// more.
+func (r *Recoverer) startAll(ctx context.Context, tenantID string, cs []models.RecoveryCandidate, ep *models.WebhookEndpoint, wids map[string]string) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -243,9 +249,13 @@ func (r *Recoverer) startAll(ctx context.Context, cs []models.RecoveryCandidate,
 		sem   = make(chan struct{}, r.concurrency)
 		once  sync.Once
 		first error
+		paced = newPace(r.store, tenantID, len(cs), r.now)
 	)
 	for _, c := range cs {
 		sem <- struct{}{}
+		if err := paced.wait(sctx); err != nil && sctx.Err() == nil {
+			once.Do(func() { first = err; cancel() })
+		}
 		if sctx.Err() != nil {
 			<-sem
 			break

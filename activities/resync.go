@@ -21,6 +21,7 @@ type ResyncStore interface {
 	SaveSnapshots(ctx context.Context, events []models.Event) error
 	SetResyncProgress(ctx context.Context, id string, p models.ResyncProgress) error
 	FinishResync(ctx context.Context, id, status string, p models.ResyncProgress, why string, at time.Time) error
+	BulkPaceStore
 }
 
 // SnapshotStarter starts the delivery of a snapshot event to its endpoint,
@@ -107,6 +108,7 @@ func (r *Resyncer) ResyncPage(ctx context.Context, in ResyncPageInput) (ResyncPa
 	if limit < 1 {
 		limit = DefaultResyncPage
 	}
+	limit = r.store.BulkPageLimit(limit)
 	stop := keepAlive(ctx)
 	defer stop()
 	ep, err := r.store.GetEndpoint(ctx, in.TenantID, in.EndpointID)
@@ -155,7 +157,7 @@ func (r *Resyncer) ResyncPage(ctx context.Context, in ResyncPageInput) (ResyncPa
 		return ResyncPageOutput{}, err
 	}
 	heartbeat(ctx)
-	if err := r.startAll(ctx, events, ep); err != nil {
+	if err := r.startAll(ctx, in.TenantID, events, ep); err != nil {
 		return ResyncPageOutput{}, err
 	}
 	out.Sent = len(events)
@@ -166,9 +168,10 @@ func (r *Resyncer) ResyncPage(ctx context.Context, in ResyncPageInput) (ResyncPa
 	return out, nil
 }
 
-// startAll starts the deliveries of events, r.concurrency at a time, and
-// returns the first error; after one, it starts no more.
-func (r *Resyncer) startAll(ctx context.Context, events []models.Event, ep *models.WebhookEndpoint) error {
+// startAll starts the deliveries of events, r.concurrency at a time at
+// the tenant's pace, and returns the first error; after one, it starts no
+// more.
+func (r *Resyncer) startAll(ctx context.Context, tenantID string, events []models.Event, ep *models.WebhookEndpoint) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -176,9 +179,13 @@ func (r *Resyncer) startAll(ctx context.Context, events []models.Event, ep *mode
 		sem   = make(chan struct{}, r.concurrency)
 		once  sync.Once
 		first error
+		paced = newPace(r.store, tenantID, len(events), r.now)
 	)
 	for i := range events {
 		sem <- struct{}{}
+		if err := paced.wait(sctx); err != nil && sctx.Err() == nil {
+			once.Do(func() { first = err; cancel() })
+		}
 		if sctx.Err() != nil {
 			<-sem
 			break

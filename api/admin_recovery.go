@@ -63,6 +63,9 @@ func (s *Server) adminRecoverEndpoint(c *gin.Context) {
 		return
 	}
 	rec, err := s.recoverer.StartRecovery(c.Request.Context(), tenantOf(c), c.Param("id"), *since, until)
+	if refuseTenantBulk(c, err) {
+		return
+	}
 	var running *models.RecoveryRunningError
 	if errors.As(err, &running) {
 		c.AbortWithStatusJSON(http.StatusConflict, recoveryConflictBody{

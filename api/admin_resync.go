@@ -73,6 +73,9 @@ func (s *Server) adminResyncEndpoint(c *gin.Context) {
 		return
 	}
 	rs, err := s.resyncer.StartResync(c.Request.Context(), tenantOf(c), c.Param("id"))
+	if refuseTenantBulk(c, err) {
+		return
+	}
 	var running *models.ResyncRunningError
 	if errors.As(err, &running) {
 		c.AbortWithStatusJSON(http.StatusConflict, resyncConflictBody{

@@ -90,7 +90,8 @@ const createRecoveryTries = 3
 // workflowID derives from its number. An endpoint with a running recovery
 // gets *RecoveryRunningError naming it: the database holds one running
 // recovery per endpoint (a partial unique index), so that processes
-// racing each other cannot both start one. Numbers come from a counter on
+// racing each other cannot both start one. A tenant that runs as many
+// resyncs and recoveries as its bound gets *TenantBulkError naming them. Numbers come from a counter on
 // the endpoint, not from the rows, which retention deletes: a number
 // refused here is not used up, and a number is never given twice.
 func (s *Store) CreateRecovery(ctx context.Context, e *WebhookEndpoint, since, until, asOf time.Time, workflowID func(n int) string) (*WebhookRecovery, error) {
@@ -117,6 +118,9 @@ func (s *Store) createRecovery(ctx context.Context, e *WebhookEndpoint, since, u
 		WindowSince: since.UTC(), WindowUntil: until.UTC(), Status: RecoveryRunning, StartedAt: asOf.UTC(),
 	}
 	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := s.checkTenantBulk(tx, e.TenantID, BulkRecovery, e.ID); err != nil {
+			return err
+		}
 		// The update locks the endpoint's row on PostgreSQL: concurrent
 		// creates of one endpoint take their numbers in turn.
 		res := tx.Exec("UPDATE webhook_endpoints SET recovery_seq = recovery_seq + 1 WHERE id = ? AND tenant_id = ?", e.ID, e.TenantID)
@@ -133,7 +137,7 @@ func (s *Store) createRecovery(ctx context.Context, e *WebhookEndpoint, since, u
 		return tx.Create(r).Error
 	})
 	if err != nil {
-		if errors.Is(err, ErrNotFound) || isUniqueViolation(err) {
+		if errors.Is(err, ErrNotFound) || isUniqueViolation(err) || errors.As(err, new(*TenantBulkError)) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("create recovery: %w", err)

@@ -87,7 +87,8 @@ func (e *ResyncRunningError) conflict() *Error {
 // the number of records it will go through. The position is read in the
 // transaction that writes the row. An endpoint with a running resync gets
 // *ResyncRunningError naming it (the database holds one running resync
-// per endpoint).
+// per endpoint); a tenant that runs as many resyncs and recoveries as its
+// bound, *TenantBulkError naming them.
 func (s *Store) CreateResync(ctx context.Context, e *WebhookEndpoint, asOf time.Time, workflowID func(n int) string) (*WebhookResync, error) {
 	r := &WebhookResync{
 		ID: NewID(PrefixResync), TenantID: e.TenantID, EndpointID: e.ID, Status: ResyncRunning, StartedAt: asOf.UTC(),
@@ -97,6 +98,9 @@ func (s *Store) CreateResync(ctx context.Context, e *WebhookEndpoint, asOf time.
 		return nil, err
 	}
 	err = s.write(ctx, func(tx *gorm.DB) error {
+		if err := s.checkTenantBulk(tx, e.TenantID, BulkResync, e.ID); err != nil {
+			return err
+		}
 		res := tx.Exec("UPDATE webhook_endpoints SET resync_seq = resync_seq + 1 WHERE id = ? AND tenant_id = ?", e.ID, e.TenantID)
 		if res.Error != nil {
 			return fmt.Errorf("next resync number: %w", res.Error)
@@ -136,7 +140,7 @@ func (s *Store) CreateResync(ctx context.Context, e *WebhookEndpoint, asOf time.
 			return nil, Errorf(KindConflict, "another resync of this endpoint was started at the same moment; try again")
 		}
 		return nil, rerr
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, ErrNotFound) || errors.As(err, new(*TenantBulkError)):
 		return nil, err
 	default:
 		return nil, fmt.Errorf("create resync: %w", err)

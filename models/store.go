@@ -85,6 +85,10 @@ type Store struct {
 	closeOnce  sync.Once
 	// onStatement: see Options.OnStatement.
 	onStatement func(query string)
+	// bulkRunning and bulkEvery bound each tenant's resyncs and
+	// recoveries: see Options.BulkRunning and Options.BulkRate.
+	bulkRunning int
+	bulkEvery   time.Duration
 }
 
 // Options configure a Store.
@@ -121,6 +125,14 @@ type Options struct {
 	// event's deliveries are one per endpoint that wants it);
 	// DefaultMaxEndpointsPerTenant when zero.
 	MaxEndpointsPerTenant int
+	// BulkRunning is how many resyncs and recoveries of one tenant run at
+	// once, together (DefaultBulkRunning when zero, no bound when
+	// negative).
+	BulkRunning int
+	// BulkRate is how many deliveries a second a tenant's resyncs and
+	// recoveries start, together, over every process sharing the database
+	// (DefaultBulkRate when zero, no pace when negative).
+	BulkRate int
 }
 
 // DefaultBusyTimeout lets another process (a CLI command, a backup) hold
@@ -270,6 +282,8 @@ func newStore(opts Options, d Dialect, shards int) (*Store, error) {
 		eventWake:    make(chan struct{}, 1),
 		// Unquoted in LISTEN and NOTIFY: a plain lower-case identifier.
 		outboxChannel: outboxChannel,
+		bulkRunning:   bulkRunning(opts.BulkRunning),
+		bulkEvery:     bulkEvery(opts.BulkRate),
 	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.caches = caches{keys: newCache[*APIKey](s.now), modules: newCache[*Module](s.now)}

@@ -124,7 +124,9 @@ func temporalServer(tb testing.TB) *temporaltest.TestServer {
 func newRecoveryRig(tb testing.TB, c client.Client, d models.Dialect) *recoveryRig {
 	ctx := tb.Context()
 	r := &recoveryRig{
-		tb: tb, c: c, store: storetest.Open(tb, d), queue: "recovery-" + string(d), rcv: newFlippingReceiver(tb),
+		// Unpaced: the tests time the recovery itself (TestBulkPacePerTenant
+		// checks the pace).
+		tb: tb, c: c, store: storetest.NewDB(tb, d).Open(tb, models.Options{BulkRate: -1}), queue: "recovery-" + string(d), rcv: newFlippingReceiver(tb),
 		policy: RetryPolicy{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second},
 	}
 	tenant, _, _, err := r.store.CreateTenant(ctx, "acme", "", 600)

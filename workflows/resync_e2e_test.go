@@ -172,7 +172,7 @@ func TestResyncEndToEnd(t *testing.T) {
 			// server's database more than on the CPU.
 			t.Parallel()
 			ctx := t.Context()
-			store := storetest.Open(t, d)
+			store := storetest.NewDB(t, d).Open(t, models.Options{BulkRate: -1}) // unpaced: ten thousand at the pace would take minutes
 			c := embeddedTemporal(t)
 			queue := "resync-" + string(d)
 			policy := RetryPolicy{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second}

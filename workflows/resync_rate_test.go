@@ -83,7 +83,7 @@ func TestResyncRate(t *testing.T) {
 		c = embeddedTemporal(t)
 	}
 	ctx := t.Context()
-	store := storetest.Open(t, models.SQLite)
+	store := storetest.NewDB(t, models.SQLite).Open(t, models.Options{BulkRate: -1}) // unpaced: the resync's own rate
 	queue := "resync-rate"
 	policy := RetryPolicy{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second}
 	tenant, _, _, err := store.CreateTenant(ctx, "acme", "", 600)

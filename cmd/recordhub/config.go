@@ -73,6 +73,16 @@ type Config struct {
 	// PprofAddr is where the Go profiler is served (RECORDHUB_PPROF_ADDR);
 	// empty, the default: nowhere.
 	PprofAddr string
+
+	// BulkRunning is how many resyncs and recoveries of one tenant run at
+	// once, together (RECORDHUB_BULK_RUNNING_PER_TENANT); zero:
+	// models.DefaultBulkRunning.
+	BulkRunning int
+	// BulkRate is how many deliveries a second a tenant's resyncs and
+	// recoveries start, together, over every worker
+	// (RECORDHUB_BULK_RATE_PER_TENANT, where 0 turns the pace off);
+	// zero: models.DefaultBulkRate, negative: no pace.
+	BulkRate int
 }
 
 // configFromEnv reads the configuration through lookupEnv (os.LookupEnv),
@@ -127,6 +137,11 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 	intVar(&c.DatabaseMaxConns, "RECORDHUB_DATABASE_MAX_CONNS", 20, 2, 10_000)
 	intVar(&c.MaxEndpointsPerTenant, "RECORDHUB_MAX_ENDPOINTS_PER_TENANT", models.DefaultMaxEndpointsPerTenant, 1, 100_000)
 	intVar(&c.TemporalPort, "RECORDHUB_TEMPORAL_PORT", 7233, 1, 65535)
+	intVar(&c.BulkRunning, models.BulkRunningSetting, models.DefaultBulkRunning, 1, 10_000)
+	intVar(&c.BulkRate, "RECORDHUB_BULK_RATE_PER_TENANT", models.DefaultBulkRate, 0, 100_000)
+	if c.BulkRate == 0 {
+		c.BulkRate = -1
+	}
 	durVar(&c.TemporalRetention, "RECORDHUB_TEMPORAL_RETENTION", 720*time.Hour)
 	retry := workflows.DefaultRetryPolicy()
 	durVar(&c.WebhookTimeout, "RECORDHUB_WEBHOOK_TIMEOUT", retry.AttemptTimeout)

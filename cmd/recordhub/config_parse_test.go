@@ -21,8 +21,10 @@ func TestConfigParsing(t *testing.T) {
 		Timeout      time.Duration
 		Retention    time.Duration
 		Allow        []netip.Prefix
+		BulkRunning  int
+		BulkRate     int
 	}
-	defaults := got{AutoMigrate: true, DisableAfter: 120 * time.Hour, Timeout: 30 * time.Second, Retention: 720 * time.Hour}
+	defaults := got{AutoMigrate: true, DisableAfter: 120 * time.Hour, Timeout: 30 * time.Second, Retention: 720 * time.Hour, BulkRunning: 4, BulkRate: 20}
 	with := func(f func(*got)) got { g := defaults; f(&g); return g }
 	for _, c := range []struct {
 		name, key, value string
@@ -47,6 +49,11 @@ func TestConfigParsing(t *testing.T) {
 			g.Allow = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.20/32")}
 		}), true},
 		{"allow a name", "RECORDHUB_WEBHOOK_ALLOW_CIDRS", "localhost", got{}, false},
+		{"bulk running 1", "RECORDHUB_BULK_RUNNING_PER_TENANT", "1", with(func(g *got) { g.BulkRunning = 1 }), true},
+		{"bulk running 0", "RECORDHUB_BULK_RUNNING_PER_TENANT", "0", got{}, false},
+		{"bulk rate 5", "RECORDHUB_BULK_RATE_PER_TENANT", "5", with(func(g *got) { g.BulkRate = 5 }), true},
+		{"bulk rate 0: no pace", "RECORDHUB_BULK_RATE_PER_TENANT", "0", with(func(g *got) { g.BulkRate = -1 }), true},
+		{"bulk rate negative", "RECORDHUB_BULK_RATE_PER_TENANT", "-1", got{}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := configFromEnv(func(k string) (string, bool) {
@@ -64,6 +71,7 @@ func TestConfigParsing(t *testing.T) {
 			g := got{
 				AutoMigrate: cfg.AutoMigrate, UIWrite: cfg.TemporalUIWrite, DisableAfter: cfg.EndpointDisableAfter,
 				Timeout: cfg.WebhookTimeout, Retention: cfg.Retention[models.PurgeEvents], Allow: cfg.WebhookAllowCIDRs,
+				BulkRunning: cfg.BulkRunning, BulkRate: cfg.BulkRate,
 			}
 			if diff := cmp.Diff(g, c.want, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
 				t.Errorf("%s=%q (-got +want):\n%s", c.key, c.value, diff)

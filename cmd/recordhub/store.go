@@ -55,7 +55,7 @@ func openDatabase(ctx context.Context, cfg Config, key []byte, migrate bool) (*m
 	if err != nil {
 		return nil, err
 	}
-	opts := models.Options{SecretBox: box, MaxEndpointsPerTenant: cfg.MaxEndpointsPerTenant}
+	opts := models.Options{SecretBox: box, MaxEndpointsPerTenant: cfg.MaxEndpointsPerTenant, BulkRunning: cfg.BulkRunning, BulkRate: cfg.BulkRate}
 	var store *models.Store
 	if cfg.DatabaseURL != "" {
 		opts.MaxOpenConns = cfg.DatabaseMaxConns
