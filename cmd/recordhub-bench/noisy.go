@@ -61,9 +61,14 @@ type noisyRun struct {
 	aRequests int       // requests A's receivers got in all
 	doubled   int       // (event, attempt) pairs A's receivers got more than once
 	doubledEx []string  // some of them
-	note      string
-	wall      time.Duration
-	err       error
+	// The outbox's most events waiting for their starts, and its oldest
+	// one's age (a gauge refreshed every 5 s), sampled every 0.5 s from
+	// B's first create until B's last request or noisyGrace: high while
+	// B waits, the dispatcher is where B waits.
+	pendingMax, lagMax float64
+	note               string
+	wall               time.Duration
+	err                error
 }
 
 // runNoisy measures each scenario on a fresh service, on each binary in
@@ -384,6 +389,10 @@ func (b *bench) noisyRun(ctx context.Context, sc noisyScenario, bin noisyBinary)
 		return r
 	}
 	out("%s: tenant B creates %d records, one every %s ...\n", st.tag, b.o.noisyBN, b.o.noisyBEvery)
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	ws := []*service{st.svc.service}
+	pendingMax, lagMax := sampleMax(sampleCtx, ws, metricPending, 500*time.Millisecond), sampleMax(sampleCtx, ws, metricLag, 500*time.Millisecond)
 	from := time.Now()
 	sent, err := createPaced(ctx, st.svc.service, st.b.f, b.o.noisyBN, b.o.noisyBEvery)
 	to := time.Now()
@@ -401,10 +410,12 @@ func (b *bench) noisyRun(ctx context.Context, sc noisyScenario, bin noisyBinary)
 		ids[i] = s.id
 	}
 	waitFor(ctx, len(ids), noisyGrace, func() int { return len(st.b.rcv.arrivals(ids)) })
+	stopSampling()
+	r.pendingMax, r.lagMax = <-pendingMax, <-lagMax
 	arr := st.b.rcv.arrivals(ids)
 	lat := make([]time.Duration, len(sent))
 	for i, s := range sent {
-		lat[i] = -1
+		lat[i] = noArrival
 		if t, ok := arr[s.id]; ok {
 			lat[i] = t.Sub(s.at)
 		}
@@ -418,51 +429,46 @@ func (b *bench) noisyRun(ctx context.Context, sc noisyScenario, bin noisyBinary)
 		r.doubledEx = append(r.doubledEx, ex...)
 	}
 	r.note = st.note
-	out("%s: B %s; A: %d requests in B's window (%d in all), %d (event, attempt) pairs twice; %s\n", st.tag,
-		r.b, r.aInWindow, r.aRequests, r.doubled, time.Since(started).Round(time.Second))
+	out("%s: B %s; A: %d requests in B's window (%d in all), %d (event, attempt) pairs twice; outbox: at most %.0f events waiting, oldest %.0f s; %s\n", st.tag,
+		r.b, r.aInWindow, r.aRequests, r.doubled, r.pendingMax, r.lagMax, time.Since(started).Round(time.Second))
 	for _, ex := range r.doubledEx[:min(len(r.doubledEx), 3)] {
 		out("%s: twice: %s\n", st.tag, ex)
 	}
 	return r
 }
 
+// noArrival is the latency of a create whose request never came: above
+// every other. (A latency may be below zero: the request can come before
+// the create's answer is read.)
+const noArrival = time.Duration(1<<63 - 1)
+
 // latencies summarises tenant B's create → first request times.
 type latencies struct {
 	n, never      int           // creates, and those whose request never came
-	p50, p99, max time.Duration // nearest rank; -1: a create whose request never came
+	p50, p99, max time.Duration // nearest rank; noArrival for a request that never came
 }
 
-// summarize takes one latency per create, -1 for a request that never
-// came, which ranks above every other.
+// summarize takes one latency per create, noArrival for a request that
+// never came.
 func summarize(lat []time.Duration) latencies {
-	const never = time.Duration(1<<63 - 1)
-	s := latencies{n: len(lat), p50: -1, p99: -1, max: -1}
+	s := latencies{n: len(lat), p50: noArrival, p99: noArrival, max: noArrival}
 	if len(lat) == 0 {
 		return s
 	}
-	all := make([]time.Duration, len(lat))
-	for i, d := range lat {
-		if d < 0 {
-			d = never
+	all := slices.Sorted(slices.Values(lat))
+	for _, d := range all {
+		if d == noArrival {
 			s.never++
 		}
-		all[i] = d
 	}
-	slices.Sort(all)
-	at := func(p float64) time.Duration {
-		if d := percentile(all, p); d != never {
-			return d
-		}
-		return -1
-	}
-	s.p50, s.p99, s.max = at(0.50), at(0.99), at(1)
+	s.p50, s.p99, s.max = percentile(all, 0.50), percentile(all, 0.99), all[len(all)-1]
 	return s
 }
 
 // String is p50 / p99 / max, and how many never came.
 func (l latencies) String() string {
 	f := func(d time.Duration) string {
-		if d < 0 {
+		if d == noArrival {
 			return "never"
 		}
 		return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond))

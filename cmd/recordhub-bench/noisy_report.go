@@ -34,7 +34,8 @@ func reportNoisy(w io.Writer, o options, bins []noisyBinary, rows [][]noisyRun) 
 				continue
 			}
 			cells = append(cells, r.b.String(), fmt.Sprint(r.aInWindow), fmt.Sprint(r.doubled))
-			note := fmt.Sprintf("%s, %s: %d of A's requests in all, run took %s", name, bins[j].label, r.aRequests, r.wall.Round(time.Second))
+			note := fmt.Sprintf("%s, %s: %d of A's requests in all; outbox at most %.0f events waiting, oldest %.0f s; run took %s",
+				name, bins[j].label, r.aRequests, r.pendingMax, r.lagMax, r.wall.Round(time.Second))
 			if r.note != "" {
 				note += "; " + r.note
 			}

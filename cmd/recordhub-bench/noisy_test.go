@@ -22,18 +22,19 @@ func TestSummarize(t *testing.T) {
 		lat  []time.Duration
 		want latencies
 	}{
-		{"none", nil, latencies{p50: -1, p99: -1, max: -1}},
+		{"none", nil, latencies{p50: noArrival, p99: noArrival, max: noArrival}},
 		{"one", []time.Duration{ms(7)}, latencies{n: 1, p50: ms(7), p99: ms(7), max: ms(7)}},
 		{"a hundred", hundred, latencies{n: 100, p50: ms(50), p99: ms(99), max: ms(100)}},
-		{"one never came: slower than all", append(hundred[:99:99], -1), latencies{n: 100, never: 1, p50: ms(51), p99: ms(100), max: -1}},
-		{"all never came", []time.Duration{-1, -1}, latencies{n: 2, never: 2, p50: -1, p99: -1, max: -1}},
+		{"one never came: slower than all", append(hundred[:99:99], noArrival), latencies{n: 100, never: 1, p50: ms(51), p99: ms(100), max: noArrival}},
+		{"all never came", []time.Duration{noArrival, noArrival}, latencies{n: 2, never: 2, p50: noArrival, p99: noArrival, max: noArrival}},
+		{"a request before the create's answer", []time.Duration{ms(-1), ms(5)}, latencies{n: 2, p50: ms(-1), p99: ms(5), max: ms(5)}},
 	} {
 		got := summarize(c.lat)
 		if d := cmp.Diff(got, c.want, cmp.AllowUnexported(latencies{})); d != "" {
 			t.Errorf("%s: (-got +want)\n%s", c.name, d)
 		}
 	}
-	if got, want := summarize([]time.Duration{ms(3), -1}).String(), "3.0 / never / never ms, 1 of 2 never"; got != want {
+	if got, want := summarize([]time.Duration{ms(3), noArrival}).String(), "3.0 / never / never ms, 1 of 2 never"; got != want {
 		t.Errorf("String: got %q, want %q", got, want)
 	}
 }
