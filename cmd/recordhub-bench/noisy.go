@@ -19,7 +19,7 @@ const (
 	noisyEndpoints     = 100       // A's endpoints in fanout and filters: the most a tenant may have
 	noisyFanoutWrites  = 10        // A's records in fanout: 1,000 deliveries
 	noisyFilterSize    = 1_000_000 // bytes of each filter value, tried first
-	noisyFilterFloor   = 1 << 10   // the smallest filter value worth measuring
+	noisyFilterFloor   = 64        // the smallest filter value worth measuring
 	noisyFilterWrites  = 120
 	noisyHold          = 40 * time.Second // how long A's receiver holds a request: past the 30 s attempt timeout
 	noisyHangWrites    = 1200
