@@ -4,7 +4,7 @@ GO ?= go
 # Pure Go everywhere (modernc SQLite, pgx): no C toolchain needed.
 export CGO_ENABLED ?= 0
 
-.PHONY: run test test-short lint build bench bench-production chaos clean
+.PHONY: run test test-short lint build bench bench-production bench-noisy chaos clean
 
 run: ## run the service with its embedded defaults (SQLite in ./data)
 	$(GO) run ./cmd/recordhub serve
@@ -35,6 +35,9 @@ bench: ## load-test the service against a bare Gin handler and print the ratios 
 
 bench-production: ## production shape (-tags noembedtemporal, API + 1 then 2 workers, a separate Temporal server on PostgreSQL, Redis): deliveries/s against bare workflows, worker shares, tenant fairness (needs PostgreSQL and Redis; flags: make bench-production BENCHFLAGS='-workers 1,2,3 -burst 1000')
 	$(GO) run ./cmd/recordhub-bench -production $(BENCHFLAGS)
+
+bench-noisy: ## noisy neighbour: tenant B's create → first webhook request while tenant A loads the same embedded service (fan-out, huge filters, a hanging receiver, a resync), a fresh service per scenario; BEFORE=<git revision> runs each scenario on that revision's build too, in turn, and prints both (3 to 6 minutes a binary after the builds; see cmd/recordhub-bench/README.md; flags: make bench-noisy BEFORE=main BENCHFLAGS='-noisy-scenarios fanout,hanging')
+	$(GO) run ./cmd/recordhub-bench -noisy $(if $(BEFORE),-noisy-before $(BEFORE)) $(BENCHFLAGS)
 
 chaos: ## production shape under load while workers, an API replica, Temporal, Redis and PostgreSQL are killed, frozen or stopped; fails on a lost write, a missing delivery, > 1 % doubled or a row left in flight (needs initdb/pg_ctl and redis-server; about 6 minutes; flags: make chaos CHAOSFLAGS='-cycles 2 -fail-share 0.02')
 	$(GO) run ./cmd/recordhub-chaos $(CHAOSFLAGS)

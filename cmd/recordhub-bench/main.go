@@ -21,6 +21,13 @@
 // (deliveries/s and CPU per delivery against both floors on the same
 // server, exactly-once, each worker's share, refused starts, tenant
 // fairness).
+//
+// With -noisy (`make bench-noisy`) it runs only the noisy-neighbour mode
+// (noisy.go): tenant B's create → first webhook request while tenant A
+// loads the same service in one of five ways, each scenario on a fresh
+// `recordhub serve` with its embedded defaults, against the service built
+// from the working tree and, to compare, another revision or binary; see
+// README.md beside this file.
 package main
 
 import (
@@ -65,7 +72,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	if err != nil {
 		return 2, err
 	}
-	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 && !o.production {
+	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 && !o.production && !o.noisy {
 		return 1, errors.New(heyInstallHint)
 	}
 	root, err := moduleRoot(ctx)
@@ -86,12 +93,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 
 	b := &bench{o: o, out: stdout, work: work}
 	var missed int
-	if o.production {
+	switch {
+	case o.noisy:
+		err = b.runNoisy(ctx, root)
+	case o.production:
 		missed, err = b.runProduction(ctx, root)
 		if missed > 0 {
 			o.keep = true // the services' logs, for the misses
 		}
-	} else {
+	default:
 		missed, err = b.runEmbedded(ctx, root)
 	}
 	if err != nil {

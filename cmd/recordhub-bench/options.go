@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +37,19 @@ type options struct {
 	// temporalConfig: extra dynamic config of the production group's
 	// Temporal server.
 	temporalConfig map[string]any
+
+	// The noisy-neighbour mode's (-noisy).
+	noisy          bool
+	noisyBin       string // the service measured; "": built from the working tree
+	noisyBefore    string // a git revision to compare, built into the work directory
+	noisyBeforeBin string // or a binary to compare
+	noisyScenarios []string
+	noisyBN        int           // tenant B's creates per scenario
+	noisyBEvery    time.Duration // between them
 }
+
+// noisyScenarioNames are -noisy-scenarios' choices, in the order they run.
+var noisyScenarioNames = []string{"baseline", "fanout", "filters", "hanging", "resync"}
 
 const defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
@@ -61,6 +74,13 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	temporalConfig := fs.String("temporal-config", "", "with -production: extra dynamic config of the Temporal server, comma-separated key=value, each value JSON (a number, true, false) or else a string, e.g. matching.numTaskqueueReadPartitions=1,matching.numTaskqueueWritePartitions=1")
 	fs.StringVar(&o.redisURL, "redis", "redis://127.0.0.1:6379/15", "with -production: the Redis the service processes share")
 	fs.StringVar(&o.role, "role", "all", "shape of the measured process: all (API, worker, dispatcher and the embedded Temporal server in one process), or api (serve --role api, built -tags noembedtemporal as production images are, against a second process, role all, that holds the worker and the embedded Temporal server; every figure, RSS included, is the API process's)")
+	fs.BoolVar(&o.noisy, "noisy", false, "run only the noisy-neighbour mode (make bench-noisy): tenant B's create → first webhook request while tenant A loads the same service, one fresh `recordhub serve` (SQLite, embedded Temporal) per scenario and binary; see cmd/recordhub-bench/README.md")
+	fs.StringVar(&o.noisyBin, "noisy-bin", "", "with -noisy: the recordhub binary to measure (default: ./cmd/recordhub built from the working tree)")
+	fs.StringVar(&o.noisyBefore, "noisy-before", "", "with -noisy: a git revision (main, HEAD~3, a hash) built from `git archive` to compare with, each scenario run against both in turn")
+	fs.StringVar(&o.noisyBeforeBin, "noisy-before-bin", "", "with -noisy: a recordhub binary to compare with, instead of -noisy-before")
+	scenarios := fs.String("noisy-scenarios", strings.Join(noisyScenarioNames, ","), "with -noisy: the scenarios to run, comma-separated")
+	fs.IntVar(&o.noisyBN, "noisy-b-n", 80, "with -noisy: tenant B's creates per scenario")
+	fs.DurationVar(&o.noisyBEvery, "noisy-b-every", 250*time.Millisecond, "with -noisy: time between tenant B's creates")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: recordhub-bench [flags]\n\nLoad-tests recordhub against a bare Gin handler with hey; see the package doc.\n\nflags:")
 		fs.PrintDefaults()
@@ -114,10 +134,23 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		}
 		o.prodWorkers = append(o.prodWorkers, n)
 	}
+	for sc := range strings.SplitSeq(*scenarios, ",") {
+		switch sc = strings.TrimSpace(sc); {
+		case sc == "":
+		case slices.Contains(noisyScenarioNames, sc):
+			o.noisyScenarios = append(o.noisyScenarios, sc)
+		default:
+			return o, fmt.Errorf("-noisy-scenarios: unknown scenario %q (%s)", sc, strings.Join(noisyScenarioNames, ", "))
+		}
+	}
+	if o.noisy && (o.production || len(o.noisyScenarios) == 0 || o.noisyBN < 2 || o.noisyBEvery <= 0 ||
+		(o.noisyBefore != "" && o.noisyBeforeBin != "")) {
+		return o, errors.New("-noisy runs alone (not with -production), needs -noisy-scenarios, -noisy-b-n of at least 2, a positive -noisy-b-every, and at most one of -noisy-before and -noisy-before-bin")
+	}
 	if o.production && (len(o.prodWorkers) == 0 || o.burst < 2 || o.baselineN < 0) {
 		return o, errors.New("-production needs -workers (such as 1,2), -burst of at least 2 and -baseline-n of at least 0")
 	}
-	if !o.production && len(o.databases) == 0 && !o.webhooks {
+	if !o.production && !o.noisy && len(o.databases) == 0 && !o.webhooks {
 		return o, errors.New("nothing to run: -db is empty and -webhooks=false")
 	}
 	if o.role != "all" && o.role != "api" {

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,20 +22,33 @@ import (
 // baseline's, on /baseline).
 type receiver struct {
 	mu       sync.Mutex
-	records  map[string]time.Time // record id → first arrival
-	events   map[string]bool      // X-Webhook-Id seen
+	records  map[string]time.Time    // record id → first arrival
+	events   map[string]bool         // X-Webhook-Id seen
+	sends    map[sendKey][]time.Time // arrivals on /hook per (event, attempt)
+	arrived  []time.Time             // every request on /hook
 	baseline map[string]time.Time
 	requests atomic.Int64
-	srv      *http.Server
-	addr     string
+	// hold is how long it keeps each request on /hook before answering,
+	// or until the sender gives up; 0 answers at once.
+	hold time.Duration
+	srv  *http.Server
+	addr string
 }
 
-func startReceiver() (*receiver, error) {
+// sendKey is one attempt of one event: X-Webhook-Id and X-Webhook-Attempt.
+type sendKey struct{ event, attempt string }
+
+func startReceiver() (*receiver, error) { return startHoldingReceiver(0) }
+
+// startHoldingReceiver starts a receiver that holds every request on /hook
+// for hold before it answers.
+func startHoldingReceiver(hold time.Duration) (*receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	r := &receiver{records: map[string]time.Time{}, events: map[string]bool{}, baseline: map[string]time.Time{}, addr: ln.Addr().String()}
+	r := &receiver{records: map[string]time.Time{}, events: map[string]bool{}, sends: map[sendKey][]time.Time{},
+		baseline: map[string]time.Time{}, hold: hold, addr: ln.Addr().String()}
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = r.srv.Serve(ln) }()
 	return r, nil
@@ -51,10 +69,19 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		id := req.Header.Get("X-Webhook-Id")
 		r.mu.Lock()
 		r.events[id] = true
+		k := sendKey{id, req.Header.Get("X-Webhook-Attempt")}
+		r.sends[k] = append(r.sends[k], now)
+		r.arrived = append(r.arrived, now)
 		if _, seen := r.records[ev.Record.ID]; !seen && ev.Record.ID != "" {
 			r.records[ev.Record.ID] = now
 		}
 		r.mu.Unlock()
+		if r.hold > 0 {
+			select {
+			case <-time.After(r.hold):
+			case <-req.Context().Done():
+			}
+		}
 	case "/baseline":
 		id := req.Header.Get("X-Bench-Id")
 		r.mu.Lock()
@@ -149,6 +176,46 @@ func times(arrivals map[string]time.Time) []time.Time {
 		out = append(out, t)
 	}
 	return out
+}
+
+// arrivedBetween counts the requests on /hook that arrived in [from, to].
+func (r *receiver) arrivedBetween(from, to time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, t := range r.arrived {
+		if !t.Before(from) && !t.After(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// doubled counts the (event, attempt) pairs that arrived more than once
+// (an attempt sent twice where it was made once), and describes up to
+// three of them.
+func (r *receiver) doubled() (int, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return countDoubled(r.sends, 3)
+}
+
+func countDoubled(sends map[sendKey][]time.Time, examples int) (int, []string) {
+	n := 0
+	var ex []string
+	for _, k := range slices.SortedFunc(maps.Keys(sends), func(a, b sendKey) int {
+		return cmp.Or(strings.Compare(a.event, b.event), strings.Compare(a.attempt, b.attempt))
+	}) {
+		ts := sends[k]
+		if len(ts) < 2 {
+			continue
+		}
+		n++
+		if len(ex) < examples {
+			ex = append(ex, fmt.Sprintf("%s attempt %s: %d requests over %s", k.event, k.attempt, len(ts), span(ts).Round(time.Millisecond)))
+		}
+	}
+	return n, ex
 }
 
 // delivered is how many record deliveries have arrived, by record.

@@ -178,7 +178,7 @@ func (s *service) call(ctx context.Context, method, path, key string, in, out an
 		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))
+		return &statusError{fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b)), resp.StatusCode}
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
@@ -187,6 +187,14 @@ func (s *service) call(ctx context.Context, method, path, key string, in, out an
 	}
 	return nil
 }
+
+// statusError is a call answered with a status other than 2xx.
+type statusError struct {
+	msg  string
+	code int
+}
+
+func (e *statusError) Error() string { return e.msg }
 
 // drainAccessLogs waits until the access-log queue is empty, so that a
 // scenario does not pay for the rows of the one before it.

@@ -45,14 +45,23 @@ func newProdTenant(ctx context.Context, api *service, adminKey string) (prodTena
 	if t.rcv, err = startReceiver(); err != nil {
 		return t, err
 	}
-	err = api.call(ctx, "POST", "/api/admin/webhook-endpoints", adminKey, map[string]any{
-		"url": t.rcv.url("/hook"), "events": []string{"record_created"},
-	}, nil)
-	if err != nil {
+	if _, err = subscribe(ctx, api, adminKey, map[string]any{"url": t.rcv.url("/hook"), "events": []string{"record_created"}}); err != nil {
 		t.rcv.srv.Close()
-		return t, fmt.Errorf("create webhook endpoint: %w", err)
+		return t, err
 	}
 	return t, nil
+}
+
+// subscribe creates a webhook endpoint as body describes it and returns
+// its id.
+func subscribe(ctx context.Context, api *service, adminKey string, body map[string]any) (string, error) {
+	var ep struct {
+		ID string `json:"id"`
+	}
+	if err := api.call(ctx, "POST", "/api/admin/webhook-endpoints", adminKey, body, &ep); err != nil {
+		return "", fmt.Errorf("create webhook endpoint: %w", err)
+	}
+	return ep.ID, nil
 }
 
 // warmUp sends n deliveries through the whole path before measuring.

@@ -56,10 +56,11 @@ func (b *bench) runWebhooks(ctx context.Context, bin string) int {
 // both floors on the same server.
 func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error) {
 	var r webhookResult
-	svc, temporalAddr, adminKey, err := b.startWebhookService(ctx, bin)
+	e, err := b.startEmbedded(ctx, bin, "webhooks")
 	if err != nil {
 		return r, err
 	}
+	svc := e.service
 	defer stopService(b.out, "webhooks: recordhub", svc)
 
 	select {
@@ -72,7 +73,7 @@ func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error)
 	}
 	fmt.Fprintf(b.out, "webhooks: idle RSS %s\n", mb(r.idleRSS))
 
-	t, err := newProdTenant(ctx, svc, adminKey)
+	t, err := newProdTenant(ctx, svc, e.adminKey)
 	if err != nil {
 		return r, err
 	}
@@ -86,37 +87,48 @@ func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error)
 	if r.service, r.serviceCreate, err = b.serviceThroughput(ctx, svc, t); err != nil {
 		return r, err
 	}
-	r.floors, err = b.runFloors(ctx, "webhooks", temporalAddr, "default", b.o.webhookN, webhookCreators)
+	r.floors, err = b.runFloors(ctx, "webhooks", e.temporalAddr, "default", b.o.webhookN, webhookCreators)
 	return r, err
 }
 
-// startWebhookService starts `recordhub serve` on a data directory of its
-// own, with the embedded Temporal server and its UI, and returns it with
-// the Temporal frontend's address and the admin key.
-func (b *bench) startWebhookService(ctx context.Context, bin string) (*service, string, string, error) {
-	dataDir := filepath.Join(b.work, "webhooks-data")
+// embedded is `recordhub serve` as it runs with its embedded defaults:
+// SQLite in a data directory of its own, the embedded Temporal server and
+// its UI.
+type embedded struct {
+	*service
+	// env is what it was started with; `recordhub tenant create` needs it.
+	env          map[string]string
+	adminKey     string
+	temporalAddr string // the embedded Temporal frontend's
+}
+
+// startEmbedded starts `recordhub serve` with its embedded defaults on
+// the data directory <tag>-data in the work directory, logging to
+// <tag>-service.log there, with loopback receivers allowed.
+func (b *bench) startEmbedded(ctx context.Context, bin, tag string) (*embedded, error) {
+	dataDir := filepath.Join(b.work, tag+"-data")
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, "", "", err
+		return nil, err
 	}
 	uiAddr, err := freePort()
 	if err != nil {
-		return nil, "", "", err
+		return nil, err
 	}
-	adminKey := models.NewAPIKeySecret()
-	env := map[string]string{
+	e := &embedded{adminKey: models.NewAPIKeySecret()}
+	e.env = map[string]string{
 		"RECORDHUB_DATA_DIR":            dataDir,
-		"RECORDHUB_BOOTSTRAP_ADMIN_KEY": adminKey,
+		"RECORDHUB_BOOTSTRAP_ADMIN_KEY": e.adminKey,
 		"DATABASE_URL":                  "",
 		"TEMPORAL_ADDRESS":              "",
 		"RECORDHUB_TEMPORAL_UI_ADDR":    uiAddr,
 		"RECORDHUB_WEBHOOK_ALLOW_CIDRS": "127.0.0.0/8",
 	}
-	fmt.Fprintf(b.out, "webhooks: starting recordhub serve (sqlite, embedded Temporal, UI on %s) ...\n", uiAddr)
-	svc, err := startService(ctx, bin, filepath.Join(b.work, "webhooks-service.log"), env, false)
-	if err != nil {
-		return nil, "", "", err
+	fmt.Fprintf(b.out, "%s: starting recordhub serve (sqlite, embedded Temporal, UI on %s) ...\n", tag, uiAddr)
+	if e.service, err = startService(ctx, bin, filepath.Join(b.work, tag+"-service.log"), e.env, false); err != nil {
+		return nil, err
 	}
-	return svc, "127.0.0.1:" + env["RECORDHUB_TEMPORAL_PORT"], adminKey, nil
+	e.temporalAddr = "127.0.0.1:" + e.env["RECORDHUB_TEMPORAL_PORT"]
+	return e, nil
 }
 
 // latencyRun creates webhookRate records a second for webhookRateFor and
