@@ -520,8 +520,8 @@ func TestDispatcherRunWokenByOtherProcess(t *testing.T) {
 	storetest.Eventually(t, 10*time.Second, "the marking", func() bool { return len(f.pending(t)) == 0 })
 }
 
-// TestDispatcherFairByDeliveries: tenant A's ten events, each wanted by a
-// hundred and one endpoints, do not hold up tenant B's one event written
+// TestDispatcherFairByDeliveries: tenant A's ten events, each wanted by
+// 99 endpoints, do not hold up tenant B's one event written
 // after A's first round: B's delivery starts in the next round, while most
 // of A's are still pending, and no round starts more than RoundStarts.
 // Then A's deliveries are all started, each once, over the later rounds.
@@ -531,13 +531,14 @@ func TestDispatcherFairByDeliveries(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			a := newFixture(t, d)
-			for range 100 {
+			// The most a tenant may have: the fixture's two and 98.
+			for range models.DefaultMaxEndpointsPerTenant - 2 {
 				a.endpoint(t, 5, models.EventRecordCreated)
 			}
 			for range 10 {
 				a.record(t)
 			}
-			const fanout = 101 // a.subscribed and the hundred
+			const fanout = models.DefaultMaxEndpointsPerTenant - 1 // all but a.other
 			starter := newFakeStarter()
 			disp := newDispatcher(a, starter)
 			round := func() {
