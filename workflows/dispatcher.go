@@ -185,8 +185,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 
 // DispatchOnce claims one round of pending events, starts their deliveries
 // and marks the events whose deliveries all started. It returns how many
-// events it marked. After the first failed start it starts no further
-// events, releases the events it did not mark, and returns the error.
+// events it marked or started in part (their rest waits for the next
+// round, which Run then makes at once). After the first failed start it
+// starts no further events, releases the events it did not mark, and
+// returns the error.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	if d.Owner == "" {
 		d.Owner = models.NewID(models.PrefixDispatcher)
@@ -262,11 +264,14 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	wg.Wait()
 	d.ambiguous = ambiguous.Load()
 	var marked, left []string
+	progressed := 0
 	for i, ev := range events {
 		switch {
 		case done[i]:
 			marked = append(marked, ev.ID)
-		case !progress[i]:
+		case progress[i]:
+			progressed++
+		default:
 			left = append(left, ev.ID)
 		}
 	}
@@ -291,7 +296,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	}
 	d.log().Debug("outbox round", "claimed", len(events), "started", len(marked), "deliveries", starts.Load(),
 		"eager", eager, "took", time.Since(began))
-	return len(marked), errors.Join(errs...)
+	return len(marked) + progressed, errors.Join(errs...)
 }
 
 // eventPlan is what a round does with one claimed event: the endpoints it
