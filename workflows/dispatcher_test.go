@@ -557,30 +557,16 @@ func TestDispatcherFairByDeliveries(t *testing.T) {
 			}
 			round()
 
-			tenant, _, _, err := a.store.CreateTenant(ctx, "b", "", 100)
-			if err != nil {
-				t.Fatal(err)
-			}
-			slug, name := "other", "Other"
-			m, err := a.store.CreateModule(ctx, tenant.ID, models.ModuleInput{Slug: &slug, Name: &name, Fields: &[]models.Field{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			u, events, retry := "https://b.example/hook", []string{models.EventRecordCreated}, 5
-			epB, _, err := a.store.CreateEndpoint(ctx, tenant.ID, models.EndpointInput{URL: &u, Events: &events, RetryMax: &retry},
-				func(context.Context, string) error { return nil })
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := a.store.CreateRecord(ctx, m, map[string]any{}, nil); err != nil {
+			b := a.neighbour(t, "https://b.example/hook")
+			if _, err := a.store.CreateRecord(ctx, b.module, map[string]any{}, nil); err != nil {
 				t.Fatal(err)
 			}
 			round()
 			var bStarted bool
 			aStarts := 0
 			for _, c := range starter.starts() {
-				if c.in.TenantID == tenant.ID {
-					bStarted = bStarted || c.in.EndpointID == epB.ID
+				if c.in.TenantID == b.tenantID {
+					bStarted = bStarted || c.in.EndpointID == b.endpoint.ID
 				} else {
 					aStarts++
 				}

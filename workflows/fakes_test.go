@@ -62,6 +62,34 @@ func (f *fixture) endpoint(t *testing.T, retryMax int, events ...string) *models
 	return ep
 }
 
+// neighbour is a second tenant in the fixture's store, with a module and
+// one endpoint at url subscribed to record_created.
+type neighbour struct {
+	tenantID string
+	module   *models.Module
+	endpoint *models.WebhookEndpoint
+}
+
+func (f *fixture) neighbour(t *testing.T, url string) neighbour {
+	t.Helper()
+	ctx := t.Context()
+	tenant, _, _, err := f.store.CreateTenant(ctx, "b", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slug, name := "other", "Other"
+	m, err := f.store.CreateModule(ctx, tenant.ID, models.ModuleInput{Slug: &slug, Name: &name, Fields: &[]models.Field{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, _, err := f.store.CreateEndpoint(ctx, tenant.ID, models.EndpointInput{URL: &url, Events: &[]string{models.EventRecordCreated}},
+		func(context.Context, string) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return neighbour{tenantID: tenant.ID, module: m, endpoint: ep}
+}
+
 // record creates a record, which writes a record_created event, and
 // returns the event.
 func (f *fixture) record(t *testing.T) *models.Event {

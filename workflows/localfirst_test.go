@@ -523,20 +523,7 @@ func TestLocalAttemptsBoundedPerTenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenantB, _, _, err := a.store.CreateTenant(ctx, "b", "", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slug, name := "other", "Other"
-	modB, err := a.store.CreateModule(ctx, tenantB.ID, models.ModuleInput{Slug: &slug, Name: &name, Fields: &[]models.Field{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	epB, _, err := a.store.CreateEndpoint(ctx, tenantB.ID, models.EndpointInput{URL: &urlB, Events: &[]string{models.EventRecordCreated}},
-		func(context.Context, string) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := a.neighbour(t, urlB)
 
 	d, err := activities.NewDeliverer(a.store, activities.Config{
 		Timeout: time.Minute, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, LocalAttemptsPerTenant: 2,
@@ -571,14 +558,14 @@ func TestLocalAttemptsBoundedPerTenant(t *testing.T) {
 	storetest.Eventually(t, 30*time.Second, "A's first attempts to reach the receiver", func() bool { return heldNow() >= 2 })
 
 	before := len(a.pending(t))
-	if _, err := a.store.CreateRecord(ctx, modB, map[string]any{}, nil); err != nil {
+	if _, err := a.store.CreateRecord(ctx, b.module, map[string]any{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	pending := a.pending(t)
 	if len(pending) != before+1 {
 		t.Fatalf("%d pending events after B's creation, want %d", len(pending), before+1)
 	}
-	runB := deliver(&pending[len(pending)-1], epB)
+	runB := deliver(&pending[len(pending)-1], b.endpoint)
 	select {
 	case <-bArrived:
 	case <-time.After(30 * time.Second):
