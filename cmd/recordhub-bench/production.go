@@ -94,21 +94,11 @@ func (b *bench) production(ctx context.Context) (prodResult, error) {
 	if err != nil {
 		return r, err
 	}
-	tlog, err := os.Create(filepath.Join(b.work, "temporal.log"))
+	ts, stopTemporal, err := b.startTemporal(ctx, "production", "temporal.log")
 	if err != nil {
 		return r, err
 	}
-	defer tlog.Close()
-	fmt.Fprintf(b.out, "production: starting a Temporal server on PostgreSQL %s (built once and cached; its log: %s) ...\n", redact(adminURL), tlog.Name())
-	ts, err := pgtemporal.Start(ctx, pgtemporal.Options{PostgresURL: adminURL, Log: tlog, LogLevel: "warn", DynamicConfig: b.o.temporalConfig})
-	if err != nil {
-		return r, err
-	}
-	defer func() {
-		if err := ts.Stop(); err != nil {
-			fmt.Fprintf(b.out, "production: stopping Temporal: %v\n", err)
-		}
-	}()
+	defer stopTemporal()
 	r.temporalAddr = ts.Address()
 	if b.pgAdmin, err = sql.Open("pgx", adminURL); err != nil {
 		return r, err
@@ -131,15 +121,43 @@ func (b *bench) production(ctx context.Context) (prodResult, error) {
 	return r, nil
 }
 
+// startTemporal starts a Temporal server on fresh databases of the -pg
+// server, logging to logName in the work directory; stop ends it and drops
+// its databases.
+func (b *bench) startTemporal(ctx context.Context, tag, logName string) (ts *pgtemporal.Server, stop func(), err error) {
+	adminURL, err := withDatabase(b.o.pgURL, "postgres")
+	if err != nil {
+		return nil, nil, err
+	}
+	tlog, err := os.Create(filepath.Join(b.work, logName))
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(b.out, "%s: starting a Temporal server on PostgreSQL %s (built once and cached; its log: %s) ...\n", tag, redact(adminURL), tlog.Name())
+	ts, err = pgtemporal.Start(ctx, pgtemporal.Options{PostgresURL: adminURL, Log: tlog, LogLevel: "warn", DynamicConfig: b.o.temporalConfig})
+	if err != nil {
+		tlog.Close()
+		return nil, nil, err
+	}
+	return ts, func() {
+		if err := ts.Stop(); err != nil {
+			fmt.Fprintf(b.out, "%s: stopping Temporal: %v\n", tag, err)
+		}
+		tlog.Close()
+	}, nil
+}
+
 // prodStack is one configuration's processes: a fresh database, the API,
 // the workers and two tenants, each with its own receiver.
 type prodStack struct {
-	tag     string
-	h       *dbHandle
-	api     *service
-	ws      []*service
-	a, b    prodTenant
-	closers []func()
+	tag      string
+	h        *dbHandle
+	api      *service
+	ws       []*service
+	env      map[string]string // the processes', which `recordhub tenant create` needs
+	adminKey string            // the bootstrap tenant's
+	a, b     prodTenant
+	closers  []func()
 }
 
 // close stops what startProdStack started, the last started first.
@@ -152,7 +170,43 @@ func (st *prodStack) close() {
 // startProdStack starts one API process and workers worker processes on a
 // fresh database and task queue, and sets up tenants A and B.
 func (b *bench) startProdStack(ctx context.Context, ts *pgtemporal.Server, workers int) (st *prodStack, err error) {
-	st = &prodStack{tag: fmt.Sprintf("prod-%dw", workers)}
+	st, err = b.startProdServices(ctx, b.bin, ts, fmt.Sprintf("prod-%dw", workers), workers)
+	if err != nil {
+		return st, err
+	}
+	defer func() {
+		if err != nil {
+			st.close()
+		}
+	}()
+	// Tenant A is the bootstrap tenant, tenant B is made as an operator
+	// would.
+	keyB, err := createTenant(ctx, b.bin, st.env, "bench-b")
+	if err != nil {
+		return st, err
+	}
+	for _, t := range []struct {
+		key string
+		dst *prodTenant
+	}{{st.adminKey, &st.a}, {keyB, &st.b}} {
+		if *t.dst, err = newProdTenant(ctx, st.api, t.key); err != nil {
+			return st, err
+		}
+		rcv := t.dst.rcv
+		st.closers = append(st.closers, func() { rcv.srv.Close() })
+		if err := t.dst.warmUp(ctx, st.api, prodWarmUp); err != nil {
+			return st, fmt.Errorf("warm-up: %w; the logs are in %s", err, b.work)
+		}
+	}
+	return st, nil
+}
+
+// startProdServices starts bin as one API process and workers worker
+// processes on a fresh database and task queue of ts, logging to
+// <tag>-api.log and <tag>-worker<n>.log in the work directory; the stack's
+// close stops them and drops the database.
+func (b *bench) startProdServices(ctx context.Context, bin string, ts *pgtemporal.Server, tag string, workers int) (st *prodStack, err error) {
+	st = &prodStack{tag: tag, adminKey: models.NewAPIKeySecret()}
 	defer func() {
 		if err != nil {
 			st.close()
@@ -166,60 +220,39 @@ func (b *bench) startProdStack(ctx context.Context, ts *pgtemporal.Server, worke
 			fmt.Fprintf(b.out, "%s: %v\n", st.tag, err)
 		}
 	})
-	adminKey := models.NewAPIKeySecret()
-	env := map[string]string{
+	st.env = map[string]string{
 		"DATABASE_URL":                  st.h.url,
 		"REDIS_URL":                     b.o.redisURL,
 		"TEMPORAL_ADDRESS":              ts.Address(),
 		"TEMPORAL_NAMESPACE":            ts.Namespace(),
 		"RECORDHUB_TEMPORAL_TASK_QUEUE": "recordhub-bench-" + randomHex(4),
 		"RECORDHUB_SECRET_KEY":          newSecretKey(),
-		"RECORDHUB_BOOTSTRAP_ADMIN_KEY": adminKey,
+		"RECORDHUB_BOOTSTRAP_ADMIN_KEY": st.adminKey,
 		"RECORDHUB_WEBHOOK_ALLOW_CIDRS": "127.0.0.0/8",
 		"RECORDHUB_DATA_DIR":            filepath.Join(b.work, st.tag+"-data"),
 		// The API, the workers and Temporal's own pools must fit in the
 		// local server's 100 connections (Temporal holds about 57).
 		"RECORDHUB_DATABASE_MAX_CONNS": "10",
 	}
-	if err := os.MkdirAll(env["RECORDHUB_DATA_DIR"], 0o700); err != nil {
+	if err := os.MkdirAll(st.env["RECORDHUB_DATA_DIR"], 0o700); err != nil {
 		return st, err
 	}
 
 	// The API first: it migrates the fresh database before any worker
 	// opens it.
-	fmt.Fprintf(b.out, "%s: starting serve --role api and %d × serve --role worker (task queue %s) ...\n", st.tag, workers, env["RECORDHUB_TEMPORAL_TASK_QUEUE"])
-	if st.api, err = startService(ctx, b.bin, filepath.Join(b.work, st.tag+"-api.log"), maps.Clone(env), false, "--role", "api"); err != nil {
+	fmt.Fprintf(b.out, "%s: starting serve --role api and %d × serve --role worker (task queue %s) ...\n", st.tag, workers, st.env["RECORDHUB_TEMPORAL_TASK_QUEUE"])
+	if st.api, err = startService(ctx, bin, filepath.Join(b.work, st.tag+"-api.log"), maps.Clone(st.env), false, "--role", "api"); err != nil {
 		return st, err
 	}
 	st.closers = append(st.closers, func() { stopService(b.out, st.tag+" api", st.api) })
 	for i := range workers {
 		log := filepath.Join(b.work, fmt.Sprintf("%s-worker%d.log", st.tag, i+1))
-		w, err := startService(ctx, b.bin, log, maps.Clone(env), false, "--role", "worker")
+		w, err := startService(ctx, bin, log, maps.Clone(st.env), false, "--role", "worker")
 		if err != nil {
 			return st, err
 		}
 		st.ws = append(st.ws, w)
 		st.closers = append(st.closers, func() { stopService(b.out, fmt.Sprintf("%s worker %d", st.tag, i+1), w) })
-	}
-
-	// Tenant A is the bootstrap tenant, tenant B is made as an operator
-	// would.
-	keyB, err := createTenant(ctx, b.bin, env, "bench-b")
-	if err != nil {
-		return st, err
-	}
-	for _, t := range []struct {
-		key string
-		dst *prodTenant
-	}{{adminKey, &st.a}, {keyB, &st.b}} {
-		if *t.dst, err = newProdTenant(ctx, st.api, t.key); err != nil {
-			return st, err
-		}
-		rcv := t.dst.rcv
-		st.closers = append(st.closers, func() { rcv.srv.Close() })
-		if err := t.dst.warmUp(ctx, st.api, prodWarmUp); err != nil {
-			return st, fmt.Errorf("warm-up: %w; the logs are in %s", err, b.work)
-		}
 	}
 	return st, nil
 }
