@@ -76,6 +76,11 @@ type noisyRun struct {
 // binary always meets the machine as the other left it), and prints the
 // table.
 func (b *bench) runNoisy(ctx context.Context, root string) error {
+	if b.o.noisyProduction {
+		if err := pingRedis(ctx, b.o.redisURL); err != nil {
+			return err
+		}
+	}
 	bins, err := b.noisyBinaries(ctx, root)
 	if err != nil {
 		return err
@@ -109,13 +114,19 @@ func (b *bench) runNoisy(ctx context.Context, root string) error {
 }
 
 // noisyBinaries returns the binary to compare with, when there is one,
-// then the binary measured.
+// then the binary measured. For the production shape they are built as
+// production images are, without the embedded Temporal server.
 func (b *bench) noisyBinaries(ctx context.Context, root string) ([]noisyBinary, error) {
+	var tags []string
+	flags := ""
+	if b.o.noisyProduction {
+		tags, flags = []string{"noembedtemporal"}, " -tags noembedtemporal"
+	}
 	var bins []noisyBinary
 	switch {
 	case b.o.noisyBefore != "":
-		fmt.Fprintf(b.out, "building ./cmd/recordhub at %s ...\n", b.o.noisyBefore)
-		bin, commit, err := buildRevision(ctx, root, b.work, b.o.noisyBefore)
+		fmt.Fprintf(b.out, "building ./cmd/recordhub%s at %s ...\n", flags, b.o.noisyBefore)
+		bin, commit, err := buildRevision(ctx, root, b.work, b.o.noisyBefore, tags...)
 		if err != nil {
 			return nil, err
 		}
@@ -125,8 +136,8 @@ func (b *bench) noisyBinaries(ctx context.Context, root string) ([]noisyBinary, 
 	}
 	after := noisyBinary{"after", b.o.noisyBin, b.o.noisyBin}
 	if after.path == "" {
-		fmt.Fprintf(b.out, "building ./cmd/recordhub ...\n")
-		bin, err := buildService(ctx, root, b.work, "recordhub")
+		fmt.Fprintf(b.out, "building ./cmd/recordhub%s ...\n", flags)
+		bin, err := buildService(ctx, root, b.work, "recordhub", tags...)
 		if err != nil {
 			return nil, err
 		}
@@ -139,9 +150,9 @@ func (b *bench) noisyBinaries(ctx context.Context, root string) ([]noisyBinary, 
 }
 
 // buildRevision builds ./cmd/recordhub as it is at the git revision rev,
-// from `git archive` (the repository and its worktrees are left as they
-// are), and returns the binary and the commit.
-func buildRevision(ctx context.Context, root, dir, rev string) (bin, commit string, err error) {
+// with the build tags given, from `git archive` (the repository and its
+// worktrees are left as they are), and returns the binary and the commit.
+func buildRevision(ctx context.Context, root, dir, rev string, tags ...string) (bin, commit string, err error) {
 	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--verify", "--end-of-options", rev+"^{commit}").Output()
 	if err != nil {
 		return "", "", fmt.Errorf("-noisy-before %q: not a commit here: %w", rev, err)
@@ -171,7 +182,7 @@ func buildRevision(ctx context.Context, root, dir, rev string) (bin, commit stri
 	if err := errors.Join(aerr, untar.Wait()); err != nil {
 		return "", "", fmt.Errorf("git archive %s | tar -x: %w: %s", commit[:12], err, bytes.TrimSpace(stderr.Bytes()))
 	}
-	bin, err = buildService(ctx, filepath.Join(src, strings.TrimSpace(string(prefix))), dir, "recordhub-"+commit[:12])
+	bin, err = buildService(ctx, filepath.Join(src, strings.TrimSpace(string(prefix))), dir, "recordhub-"+commit[:12], tags...)
 	return bin, commit[:12], err
 }
 
@@ -193,7 +204,7 @@ func describeTree(ctx context.Context, root string) string {
 type noisyStage struct {
 	tag    string
 	out    func(format string, args ...any)
-	svc    *embedded
+	svc    *noisyService
 	a      fixture     // tenant A's, the bootstrap tenant
 	aRcvs  []*receiver // A's endpoints' receivers
 	b      prodTenant  // with its endpoint on every module
@@ -221,7 +232,7 @@ func (st *noisyStage) subscribeA(ctx context.Context, hold time.Duration, extra 
 	for k, v := range extra {
 		body[k] = v
 	}
-	return subscribe(ctx, st.svc.service, st.svc.adminKey, body)
+	return subscribe(ctx, st.svc.api, st.svc.adminKey, body)
 }
 
 // paceA creates n records of A's spread over B's window, the first at
@@ -229,7 +240,7 @@ func (st *noisyStage) subscribeA(ctx context.Context, hold time.Duration, extra 
 func (st *noisyStage) paceA(ctx context.Context, n int) func() error {
 	done := make(chan error, 1)
 	go func() {
-		_, err := createPaced(ctx, st.svc.service, st.a, n, st.window/time.Duration(n))
+		_, err := createPaced(ctx, st.svc.api, st.a, n, st.window/time.Duration(n))
 		done <- err
 	}()
 	return func() error {
@@ -247,9 +258,7 @@ func (st *noisyStage) close() {
 		r.srv.Close()
 	}
 	if st.svc != nil {
-		if err := st.svc.stop(40 * time.Second); err != nil {
-			st.out("%s: stopping recordhub: %v\n", st.tag, err)
-		}
+		st.svc.stop()
 	}
 	if st.b.rcv != nil {
 		st.b.rcv.srv.Close()
@@ -314,7 +323,7 @@ func loadHanging(ctx context.Context, st *noisyStage) (func() error, error) {
 		return nil, err
 	}
 	start := time.Now()
-	if _, err := createMany(ctx, st.svc.service, st.a, noisyHangWrites, noisyCreators); err != nil {
+	if _, err := createMany(ctx, st.svc.api, st.a, noisyHangWrites, noisyCreators); err != nil {
 		return nil, fmt.Errorf("tenant A's writes: %w", err)
 	}
 	st.note = fmt.Sprintf("A's %d writes took %s", noisyHangWrites, time.Since(start).Round(time.Millisecond))
@@ -326,10 +335,10 @@ func loadHanging(ctx context.Context, st *noisyStage) (func() error, error) {
 // delivered), then subscribes one and starts its resync.
 func loadResync(ctx context.Context, st *noisyStage) (func() error, error) {
 	start := time.Now()
-	if _, err := createMany(ctx, st.svc.service, st.a, noisyResyncRecords, noisyCreators); err != nil {
+	if _, err := createMany(ctx, st.svc.api, st.a, noisyResyncRecords, noisyCreators); err != nil {
 		return nil, fmt.Errorf("tenant A's records: %w", err)
 	}
-	if err := waitOutboxEmpty(ctx, []*service{st.svc.service}, 2*time.Minute); err != nil {
+	if err := waitOutboxEmpty(ctx, st.svc.ws, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("tenant A's records: %w", err)
 	}
 	seeded := time.Since(start)
@@ -341,7 +350,7 @@ func loadResync(ctx context.Context, st *noisyStage) (func() error, error) {
 		ID    string `json:"id"`
 		Total int    `json:"total"`
 	}
-	if err := st.svc.call(ctx, "POST", "/api/admin/webhook-endpoints/"+id+"/resync", st.svc.adminKey, nil, &rs); err != nil {
+	if err := st.svc.api.call(ctx, "POST", "/api/admin/webhook-endpoints/"+id+"/resync", st.svc.adminKey, nil, &rs); err != nil {
 		return nil, err
 	}
 	st.note = fmt.Sprintf("resync %s of %d records (seeded in %s)", rs.ID, rs.Total, seeded.Round(time.Millisecond))
@@ -365,7 +374,7 @@ func (b *bench) noisyRun(ctx context.Context, sc noisyScenario, bin noisyBinary)
 		}
 	}()
 	out("%s: %s\n", st.tag, sc.about)
-	if st.svc, r.err = b.startEmbedded(ctx, bin.path, st.tag); r.err != nil {
+	if st.svc, r.err = b.startNoisyService(ctx, bin.path, st.tag); r.err != nil {
 		return r
 	}
 	keyB, err := createTenant(ctx, bin.path, st.svc.env, "bench-b")
@@ -373,14 +382,14 @@ func (b *bench) noisyRun(ctx context.Context, sc noisyScenario, bin noisyBinary)
 		r.err = err
 		return r
 	}
-	if st.b, r.err = newProdTenant(ctx, st.svc.service, keyB); r.err != nil {
+	if st.b, r.err = newProdTenant(ctx, st.svc.api, keyB); r.err != nil {
 		return r
 	}
-	if r.err = st.b.warmUp(ctx, st.svc.service, noisyBWarmUp); r.err != nil {
-		r.err = fmt.Errorf("tenant B's warm-up: %w; the service's log is %s", r.err, st.svc.logPath)
+	if r.err = st.b.warmUp(ctx, st.svc.api, noisyBWarmUp); r.err != nil {
+		r.err = fmt.Errorf("tenant B's warm-up: %w; the logs are %s", r.err, st.svc.logs)
 		return r
 	}
-	if st.a, r.err = setUp(ctx, st.svc.service, st.svc.adminKey); r.err != nil {
+	if st.a, r.err = setUp(ctx, st.svc.api, st.svc.adminKey); r.err != nil {
 		return r
 	}
 	wait, err := sc.load(ctx, st)
@@ -391,10 +400,10 @@ func (b *bench) noisyRun(ctx context.Context, sc noisyScenario, bin noisyBinary)
 	out("%s: tenant B creates %d records, one every %s ...\n", st.tag, b.o.noisyBN, b.o.noisyBEvery)
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
-	ws := []*service{st.svc.service}
+	ws := st.svc.ws
 	pendingMax, lagMax := sampleMax(sampleCtx, ws, metricPending, 500*time.Millisecond), sampleMax(sampleCtx, ws, metricLag, 500*time.Millisecond)
 	from := time.Now()
-	sent, err := createPaced(ctx, st.svc.service, st.b.f, b.o.noisyBN, b.o.noisyBEvery)
+	sent, err := createPaced(ctx, st.svc.api, st.b.f, b.o.noisyBN, b.o.noisyBEvery)
 	to := time.Now()
 	if err != nil {
 		r.err = fmt.Errorf("tenant B's creates: %w", err)

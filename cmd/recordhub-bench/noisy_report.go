@@ -12,8 +12,12 @@ import (
 // latencies, A's requests in B's window and A's doubled sends.
 func reportNoisy(w io.Writer, o options, bins []noisyBinary, rows [][]noisyRun) {
 	fmt.Fprintf(w, "\nNoisy neighbour: tenant B's create → first webhook request, p50 / p99 / max of %d creates one every %s,\n", o.noisyBN, o.noisyBEvery)
-	fmt.Fprintf(w, "each scenario on a fresh recordhub serve (SQLite, embedded Temporal); A in window: requests A's receivers got\n")
-	fmt.Fprintf(w, "between B's first and last create; doubled: (event, attempt) pairs A's receivers got more than once.\n")
+	shape := "a fresh recordhub serve (SQLite, embedded Temporal)"
+	if o.noisyProduction {
+		shape = "a fresh production shape (serve --role api and --role worker on PostgreSQL and Redis, a Temporal server of its own on PostgreSQL)"
+	}
+	fmt.Fprintf(w, "each scenario on %s;\n", shape)
+	fmt.Fprintf(w, "A in window: requests A's receivers got between B's first and last create; doubled: (event, attempt) pairs A's receivers got more than once.\n")
 	for _, b := range bins {
 		fmt.Fprintf(w, "  %s: %s\n", b.label, b.about)
 	}

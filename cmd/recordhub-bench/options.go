@@ -39,13 +39,16 @@ type options struct {
 	temporalConfig map[string]any
 
 	// The noisy-neighbour mode's (-noisy).
-	noisy          bool
-	noisyBin       string // the service measured; "": built from the working tree
-	noisyBefore    string // a git revision to compare, built into the work directory
-	noisyBeforeBin string // or a binary to compare
-	noisyScenarios []string
-	noisyBN        int           // tenant B's creates per scenario
-	noisyBEvery    time.Duration // between them
+	noisy bool
+	// noisyProduction runs each scenario on a fresh production shape
+	// instead of the embedded defaults.
+	noisyProduction bool
+	noisyBin        string // the service measured; "": built from the working tree
+	noisyBefore     string // a git revision to compare, built into the work directory
+	noisyBeforeBin  string // or a binary to compare
+	noisyScenarios  []string
+	noisyBN         int           // tenant B's creates per scenario
+	noisyBEvery     time.Duration // between them
 }
 
 // noisyScenarioNames are -noisy-scenarios' choices, in the order they run.
@@ -72,9 +75,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.burst, "burst", 2000, "with -production: records tenant A creates, 16 at a time")
 	fs.IntVar(&o.baselineN, "baseline-n", 0, "with -production: workflows in each floor run (bare one-activity and local-activity workflows on the same server; 0: -burst)")
 	temporalConfig := fs.String("temporal-config", "", "with -production: extra dynamic config of the Temporal server, comma-separated key=value, each value JSON (a number, true, false) or else a string, e.g. matching.numTaskqueueReadPartitions=1,matching.numTaskqueueWritePartitions=1")
-	fs.StringVar(&o.redisURL, "redis", "redis://127.0.0.1:6379/15", "with -production: the Redis the service processes share")
+	fs.StringVar(&o.redisURL, "redis", "redis://127.0.0.1:6379/15", "with -production and -noisy-production: the Redis the service processes share")
 	fs.StringVar(&o.role, "role", "all", "shape of the measured process: all (API, worker, dispatcher and the embedded Temporal server in one process), or api (serve --role api, built -tags noembedtemporal as production images are, against a second process, role all, that holds the worker and the embedded Temporal server; every figure, RSS included, is the API process's)")
 	fs.BoolVar(&o.noisy, "noisy", false, "run only the noisy-neighbour mode (make bench-noisy): tenant B's create → first webhook request while tenant A loads the same service, one fresh `recordhub serve` (SQLite, embedded Temporal) per scenario and binary; see cmd/recordhub-bench/README.md")
+	fs.BoolVar(&o.noisyProduction, "noisy-production", false, "with -noisy: run each scenario on a fresh production shape instead: a separate Temporal server on PostgreSQL (fresh databases on -pg's server), serve --role api and one serve --role worker on a fresh database there and Redis (-redis), every binary built -tags noembedtemporal")
 	fs.StringVar(&o.noisyBin, "noisy-bin", "", "with -noisy: the recordhub binary to measure (default: ./cmd/recordhub built from the working tree)")
 	fs.StringVar(&o.noisyBefore, "noisy-before", "", "with -noisy: a git revision (main, HEAD~3, a hash) built from `git archive` to compare with, each scenario run against both in turn")
 	fs.StringVar(&o.noisyBeforeBin, "noisy-before-bin", "", "with -noisy: a recordhub binary to compare with, instead of -noisy-before")
@@ -146,6 +150,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.noisy && (o.production || len(o.noisyScenarios) == 0 || o.noisyBN < 2 || o.noisyBEvery <= 0 ||
 		(o.noisyBefore != "" && o.noisyBeforeBin != "")) {
 		return o, errors.New("-noisy runs alone (not with -production), needs -noisy-scenarios, -noisy-b-n of at least 2, a positive -noisy-b-every, and at most one of -noisy-before and -noisy-before-bin")
+	}
+	if o.noisyProduction && !o.noisy {
+		return o, errors.New("-noisy-production goes with -noisy")
 	}
 	if o.production && (len(o.prodWorkers) == 0 || o.burst < 2 || o.baselineN < 0) {
 		return o, errors.New("-production needs -workers (such as 1,2), -burst of at least 2 and -baseline-n of at least 0")
