@@ -25,7 +25,9 @@
 // With -noisy (`make bench-noisy`) it runs only the noisy-neighbour mode
 // (noisy.go): tenant B's create → first webhook request while tenant A
 // loads the same service in one of five ways, each scenario on a fresh
-// `recordhub serve` with its embedded defaults, against the service built
+// `recordhub serve` with its embedded defaults (with -noisy-production, on
+// the production group's shape: API and worker processes on PostgreSQL and
+// Redis against a Temporal server of its own), against the service built
 // from the working tree and, to compare, another revision or binary; see
 // README.md beside this file.
 package main
