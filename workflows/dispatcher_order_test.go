@@ -20,20 +20,11 @@ func TestDispatcherOrdered(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			f := newFixture(t, d)
-			ordering := models.OrderingRecord
-			events := []string{models.EventRecordCreated, models.EventRecordUpdated}
-			ordered, err := f.store.UpdateEndpoint(ctx, f.tenantID, f.endpoint(t, 3, events...).ID, models.EndpointInput{Ordering: &ordering}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ordered := f.orderedEndpoint(t)
 			ev := f.record(t)
 			var a []*models.Event
 			a = append(a, ev)
-			for i := range 3 {
-				if _, _, err := f.store.UpdateRecord(ctx, f.module, ev.RecordID, models.RecordPatch{Fields: map[string]any{"title": fmt.Sprint(i)}}, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
+			f.update(t, ev.RecordID, 3)
 			other := f.record(t)
 			pending := f.pending(t)
 			for i := range pending {
@@ -104,21 +95,12 @@ func TestDispatcherOrderedInParts(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			f := newFixture(t, d)
-			ordering := models.OrderingRecord
-			events := []string{models.EventRecordCreated, models.EventRecordUpdated}
-			ordered, err := f.store.UpdateEndpoint(ctx, f.tenantID, f.endpoint(t, 3, events...).ID, models.EndpointInput{Ordering: &ordering}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ordered := f.orderedEndpoint(t)
 			for range 20 {
-				f.endpoint(t, 3, events...)
+				f.endpoint(t, 3, models.EventRecordCreated, models.EventRecordUpdated)
 			}
 			ev := f.record(t)
-			for i := range 2 {
-				if _, _, err := f.store.UpdateRecord(ctx, f.module, ev.RecordID, models.RecordPatch{Fields: map[string]any{"title": fmt.Sprint(i)}}, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
+			f.update(t, ev.RecordID, 2)
 			version := map[string]int64{}
 			for _, p := range f.pending(t) {
 				version[p.ID] = p.RecordVersion

@@ -90,6 +90,29 @@ func (f *fixture) neighbour(t *testing.T, url string) neighbour {
 	return neighbour{tenantID: tenant.ID, module: m, endpoint: ep}
 }
 
+// orderedEndpoint creates an endpoint subscribed to record_created and
+// record_updated whose ordering is "record".
+func (f *fixture) orderedEndpoint(t *testing.T) *models.WebhookEndpoint {
+	t.Helper()
+	ordering := models.OrderingRecord
+	ep, err := f.store.UpdateEndpoint(t.Context(), f.tenantID, f.endpoint(t, 3, models.EventRecordCreated, models.EventRecordUpdated).ID,
+		models.EndpointInput{Ordering: &ordering}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+// update changes the record's title n times, each a record_updated event.
+func (f *fixture) update(t *testing.T, recordID string, n int) {
+	t.Helper()
+	for i := range n {
+		if _, _, err := f.store.UpdateRecord(t.Context(), f.module, recordID, models.RecordPatch{Fields: map[string]any{"title": fmt.Sprint(i)}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // record creates a record, which writes a record_created event, and
 // returns the event.
 func (f *fixture) record(t *testing.T) *models.Event {
