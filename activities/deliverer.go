@@ -1,23 +1,3 @@
-// Package activities makes one outbound webhook delivery attempt, the
-// Temporal activity that the delivery workflow retries, and holds the egress
-// guard that keeps those requests off internal networks.
-//
-// Signatures. An endpoint secret is "whsec_" and the standard base64 of 32
-// random bytes, and each attempt carries two schemes over the exact body:
-//
-//	X-Webhook-Signature: sha256=<hex of HMAC(body)>, keyed with the secret
-//	                     string's UTF-8 bytes ("whsec_" included)
-//	Webhook-Signature:   v1,<base64 of HMAC("<id>.<timestamp>.<body>")>, keyed
-//	                     with the decoded bytes after "whsec_", as the
-//	                     Standard Webhooks and Svix libraries key it
-//
-// A secret in an older form (those generated before this format, and
-// secrets chosen by an admin then) keys Webhook-Signature with its UTF-8
-// bytes, as it always did: see models.StandardWebhooksKey. During a
-// rotation's grace period the previous secret signs too:
-// X-Webhook-Signature-Previous carries its hex digest, and
-// Webhook-Signature the two entries "v1,<current> v1,<previous>", so a
-// receiver holding either secret verifies either scheme.
 package activities
 
 import (

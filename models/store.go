@@ -1,5 +1,3 @@
-// Package models holds recordhub's storage: the entities, their validation,
-// and the Store through which every query runs.
 package models
 
 import (

@@ -1,13 +1,3 @@
-// Package workflows delivers outbound webhooks with Temporal: the delivery
-// workflow with its typed input and output, the workflow ids derived from
-// business keys, the task queue, the retry policy and the search attributes
-// operators filter on, and the client side that starts deliveries: the
-// outbox dispatcher and replays.
-//
-// The workflow never touches the database, the network, the clock or
-// randomness: it passes ids to the attempt activity of package activities,
-// which reads the event and endpoint and writes one webhook_deliveries row
-// per attempt.
 package workflows
 
 import (

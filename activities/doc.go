@@ -1,0 +1,131 @@
+// Package activities makes recordhub's outbound webhook attempts and the
+// other side effects the workflows of package workflows need: one delivery
+// attempt with its signing and egress guard, the settle step of a lost last
+// attempt, the pages of recoveries and resyncs, and the retention purge.
+// Dependencies live on structs built in cmd (a [Deliverer] holds the store,
+// the SSRF-safe HTTP client and the clock); package workflows registers
+// their methods with the worker under pinned names. This package imports
+// models only.
+//
+// # The attempt
+//
+// [Deliverer.Attempt] (deliverer.go) sends one event to one endpoint once
+// and leaves one webhook_deliveries row, whatever happens. The delivery
+// workflow runs it as its first attempt (a local activity) and as the
+// Attempt activity for the rest; [AttemptInput] says which attempt number
+// the activity starts at and how many attempts the delivery allows. Its
+// JSON names are pinned: running workflows hold them. In order, it
+//
+//  1. reads the event and the endpoint in one statement: a missing event,
+//     a missing or disabled endpoint ends the delivery, nothing sent;
+//  2. builds the request: the stored payload byte for byte as the body,
+//     the endpoint's custom headers, then recordhub's own headers and
+//     signatures, which custom headers cannot replace
+//     ([models.ReservedHeader]);
+//  3. writes the row in flight (error in_flight) with the request as it
+//     will be sent, custom header values masked; when that write fails,
+//     nothing is sent and the attempt is retried;
+//  4. sends the request within the attempt timeout, keeping the status,
+//     the headers, the first 4 KiB of the body and the timings of DNS,
+//     connect, TLS and first byte;
+//  5. writes the outcome into the same row, by its id, even when the
+//     activity's context is done (its deadline may be the very timeout
+//     that failed the attempt). An attempt that ends its delivery writes
+//     the outcome and the endpoint's health in one transaction.
+//
+// An attempt that sends nothing (a blocked destination, a gone endpoint)
+// writes its row once, finished. When the outcome cannot be written the
+// attempt fails retryably, even if the receiver accepted it: the next
+// attempt sends the same webhook id, on which receivers dedupe.
+//
+// A row left in flight by a worker that died mid-request becomes
+// worker_lost when the next attempt of the same run writes its row
+// ([models.Store.InsertAttempt]). The last attempt has no next one: when it
+// timed out, the workflow runs [Deliverer.SettleDelivery], which marks the
+// run's rows still in flight worker_lost and counts the failed delivery in
+// the endpoint's health, once however often it is retried. A local first
+// attempt run again after its worker was lost is numbered after its run's
+// rows (AttemptInput.Renumber): the lost run may have reached the receiver.
+//
+// # Outcomes
+//
+// classify (outcome.go) is the one place where an attempt's error becomes a
+// delivery error code for the row (models.DeliveryErr*), a message tenants
+// may read, and a Temporal error type:
+//
+//   - a 2xx answer is a success; a 3xx is not followed, and fails;
+//   - another status, a timeout, a DNS, connection or TLS failure is
+//     [ErrTypeDeliveryFailed], retried on the delivery's schedule. A
+//     Retry-After on a 429 or 503 sets the next retry's delay: never
+//     earlier than the schedule, never past its longest interval;
+//   - 410 Gone disables the endpoint and ends the delivery
+//     ([ErrTypeReceiverGone]);
+//   - a blocked destination, a deleted or disabled endpoint, a vanished
+//     event end the delivery (non-retryable: [ErrTypeBlockedDestination],
+//     [ErrTypeEndpointGone], [ErrTypeEndpointDisabled], [ErrTypeEventGone]);
+//   - recordhub's own failure, the store's, is [ErrTypeStore], retried.
+//
+// A failed attempt's error carries its [AttemptOutput] in its details, from
+// which the workflow learns the attempt's number and outcome. Failures that
+// are the receiver's or the tenant's doing are benign errors to the SDK,
+// which logs them at debug level, and one WARN line of ours ("webhook
+// attempt failed"); recordhub's own are plain errors, which the SDK logs as
+// errors: an operator must act. The endpoint's health counts deliveries,
+// not attempts, and neither recordhub's own failures nor a gone or disabled
+// endpoint count against it.
+//
+// # Signing
+//
+// sign.go writes the identity and signature headers. X-Webhook-Id and
+// Webhook-Id are the event id, the same for every attempt and replay.
+// X-Webhook-Signature is the hex HMAC-SHA256 of the body keyed with the
+// secret string; Webhook-Signature is Standard Webhooks' v1 signature of
+// "<id>.<timestamp>.<body>", keyed as [models.StandardWebhooksKey] says.
+// Both cover the body byte for byte. During a secret rotation's grace
+// period the previous secret signs too. These formats are the receiver's
+// contract, written in api/README.md: change them only with it.
+//
+// # The egress guard
+//
+// guard.go keeps requests off internal networks (SSRF), twice: [CheckURL],
+// which the API runs when an endpoint is saved, refuses a URL whose host or
+// any address its name resolves to is blocked; the attempt's dialer
+// checks every address it actually dials, so a name that later resolves
+// elsewhere (DNS rebinding) is refused too. The rules that need no DNS (the
+// URL's form, IP literals, odd IPv4 spellings, localhost names) run again
+// at each attempt. What is blocked is decided by code.dny.dev/ssrf, from
+// the IANA special-purpose registries; RECORDHUB_WEBHOOK_ALLOW_CIDRS
+// ([ParseAllowCIDRs]) is the only exemption. The transport never uses a
+// proxy: through one, the proxy's address would be what is checked.
+//
+// # The local-attempt gate
+//
+// A local first attempt runs inside its workflow task and holds a worker's
+// workflow-task slot until the receiver answers. localgate.go bounds each
+// tenant's local attempts in flight per worker process
+// ([DefaultLocalAttemptsPerTenant], Config.LocalAttemptsPerTenant): past the
+// bound the attempt answers [ErrTypeAttemptDeferred] with nothing sent and
+// no row written, and the workflow makes it as an activity attempt at once.
+// A local attempt run again after a lost worker is never deferred.
+//
+// # Bulk pages and their pace
+//
+// Recoveries and resyncs run page by page. A page's activity starts
+// delivery executions through an interface that package workflows
+// implements (this package cannot import it), several at once. A page may
+// be retried after its worker died: it reserves the same replay numbers or
+// makes the same snapshot event ids, and its starts of executions that
+// exist already are refused by Temporal and count once. Pages heartbeat, so
+// that a dead worker's page is retried elsewhere soon. pace.go spaces a
+// page's starts at the tenant's bulk rate, booked in the database
+// ([models.Store.BookBulkStarts]) so that the pace holds across every
+// worker; a slot missed is passed over, never made up for by a burst.
+//
+// # Purge
+//
+// [Purger.Purge] deletes one kind of row older than the worker's retention,
+// a batch per short transaction with a pause between (SQLite has one
+// writer), heartbeating its count, within a budget per run; what is left
+// waits for the next run. The cutoff is computed here from the worker's
+// configuration, never passed in, so that the workflow stays deterministic.
+package activities
