@@ -1,7 +1,7 @@
-// Package activities makes recordhub's outbound webhook attempts and the
-// other side effects the workflows of package workflows need: one delivery
-// attempt with its signing and egress guard, the settle step of a lost last
-// attempt, the pages of recoveries and resyncs, and the retention purge.
+// Package activities holds the side effects of recordhub's workflows: one
+// outbound webhook delivery attempt with its signing and egress guard, the
+// settle step of a lost last attempt, the pages of recoveries and resyncs,
+// and the retention purge.
 // Dependencies live on structs built in cmd (a [Deliverer] holds the store,
 // the SSRF-safe HTTP client and the clock); package workflows registers
 // their methods with the worker under pinned names. This package imports

@@ -89,8 +89,8 @@
 // events. A lost notification costs latency only: dispatchers also poll.
 //
 // Keys and modules, read on every call, are cached (cache.go). On
-// PostgreSQL a change to one sends a NOTIFY in its own transaction (such
-// writes are rare), and every replica's [Store.WatchChanges] drops its
+// PostgreSQL the transaction that changes one also sends a NOTIFY (such
+// writes are rare), on which every replica's [Store.WatchChanges] drops its
 // cache; without that feed entries live half a second, so that a revoked
 // key stops working everywhere within a second.
 //

@@ -17,11 +17,11 @@
 //  2. The [Dispatcher] (dispatcher.go), one per worker process, claims
 //     pending events for a lease, fairly between tenants, and starts one
 //     WebhookDelivery workflow per event and subscribed endpoint, with the
-//     id [WorkflowID] (event, endpoint) and the tenant as Temporal's
-//     fairness key. A disabled endpoint gets a skipped row instead (error
-//     endpoint_disabled), for a later recovery to send. An event is marked
-//     dispatched once all its deliveries started; until then it stays
-//     pending and is claimed again.
+//     id webhook-delivery/<event>/<endpoint> ([WorkflowID]) and the tenant
+//     as Temporal's fairness key. A disabled endpoint gets a skipped row
+//     instead (error endpoint_disabled), for a later recovery to send. An
+//     event is marked dispatched once all its deliveries started; until
+//     then it stays pending and is claimed again.
 //  3. [WebhookDelivery] makes the first attempt as a local activity, inside
 //     the workflow task that starts the execution: most deliveries succeed
 //     there, in one workflow task. A first attempt that failed and may be
@@ -38,14 +38,14 @@
 //     undelivered webhooks as Failed. A last attempt that was lost (timed
 //     out with no outcome) is first settled by the SettleDelivery activity.
 //  5. For an endpoint whose ordering is "record" the dispatcher starts
-//     nothing itself: it signals the delivery to the record's
-//     [RecordSequence] (id [SequenceWorkflowID]), which runs each delivery
-//     as a child WebhookDelivery with the same id as above, one at a time,
-//     in the record's version order. A failing delivery holds back that
-//     record's later ones to that endpoint until it is delivered or given
-//     up; other records have their own sequencers.
+//     nothing itself: it signals the delivery to the record's sequencer,
+//     [RecordSequence] (webhook-sequence/<endpoint>/<record>), which runs
+//     each delivery as a child WebhookDelivery with the same id as above,
+//     one at a time, in the record's version order. A failing delivery
+//     holds back that record's later ones to that endpoint until it is
+//     delivered or given up; other records have their own sequencers.
 //  6. Replays, recoveries and resyncs are new executions, never a rerun of
-//     an old one. A replay is [ReplayWorkflowID] (event, endpoint, n), n
+//     an old one. A replay's id ends in /replay-<n> ([ReplayWorkflowID]), n
 //     reserved in the store, and its attempts carry replay_of. A recovery
 //     (Recovery) pages through an endpoint's failed deliveries in a window
 //     and starts one replay per event; a resync (Resync) pages through the
