@@ -9,7 +9,7 @@ import (
 // release is the version of this source tree, what a build says when it
 // knows nothing better: `go run`, a build outside a git checkout (a Docker
 // build, whose context leaves .git out) or with -buildvcs=false.
-const release = "0.3.0"
+const release = "0.4.0"
 
 // version overrides what the build says of itself, at link time:
 //
@@ -31,7 +31,7 @@ func appVersion() string {
 // buildVersion says which source a binary was built from, from what `go
 // build` stamped into it: the module's tag when the commit has one
 // (v0.3.1 → "0.3.1", "+dirty" kept); otherwise the release and the commit,
-// "0.3.0+e231509c0564", with ".dirty" when the tree had uncommitted
+// "0.4.0+e231509c0564", with ".dirty" when the tree had uncommitted
 // changes (semver build metadata); otherwise the release alone. go build
 // stamps the commit only in a git checkout whose .git is a directory (not
 // in a git worktree) and unless -buildvcs=false; go run stamps nothing.

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"os"
 	"runtime/debug"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 // TestBuildVersion: what each kind of build says of itself, from the build
@@ -56,5 +59,25 @@ func TestAppVersion(t *testing.T) {
 	version = "9.9.9"
 	if got := appVersion(); got != "9.9.9" {
 		t.Errorf("appVersion with -X main.version=9.9.9 = %q", got)
+	}
+}
+
+// TestOpenAPIVersionIsRelease: the API document describes this release, so
+// its info.version is the binary's release. Bump both together.
+func TestOpenAPIVersionIsRelease(t *testing.T) {
+	b, err := os.ReadFile("../../api/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Info struct {
+			Version string `yaml:"version"`
+		} `yaml:"info"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("parse api/openapi.yaml: %v", err)
+	}
+	if doc.Info.Version != release {
+		t.Errorf("api/openapi.yaml info.version = %q, want the release %q (cmd/recordhub/version.go)", doc.Info.Version, release)
 	}
 }
