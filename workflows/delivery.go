@@ -19,7 +19,7 @@ import (
 // start-to-close timeout: an attempt that timed out still leaves its row.
 const rowMargin = 15 * time.Second
 
-// DeliveryInput is the input of the Delivery workflow: ids and settings
+// DeliveryInput is the input of the delivery workflow (WebhookDelivery): ids and settings
 // only, never the payload, which the activity reads from the event row.
 // Fields may be added (with a zero value that keeps today's behaviour);
 // none may be removed or change meaning while workflows that carry it run.
@@ -55,7 +55,7 @@ func (in DeliveryInput) schedule() activities.Schedule {
 	return s
 }
 
-// DeliveryOutput is the result of a successful Delivery workflow. A
+// DeliveryOutput is the result of a successful delivery workflow. A
 // delivery whose attempts are used up, or that is refused for good (a
 // blocked destination, a deleted or disabled endpoint), fails the workflow
 // with an error of type DeliveryFailedErrorType whose details hold the
@@ -77,7 +77,7 @@ type DeliveryOutput struct {
 	Succeeded bool   `json:"succeeded"`
 }
 
-// DeliveryFailedErrorType is the error type of a failed Delivery workflow.
+// DeliveryFailedErrorType is the error type of a failed delivery workflow.
 const DeliveryFailedErrorType = "WebhookDeliveryFailed"
 
 // NonRetryableErrorTypes are the attempt's error types that end a delivery
@@ -133,11 +133,11 @@ func localOptions(s activities.Schedule) workflow.LocalActivityOptions {
 const maxWorkflowTaskTimeout = 120 * time.Second
 
 // workflowTaskTimeout is the workflow task timeout of a delivery on
-// policy (its zero fields the defaults): long enough
-// that the local first attempt, which runs inside the workflow task for up
-// to the attempt timeout and rowMargin, ends before the task needs a
-// heartbeat (the SDK sends one once a local activity has run for 80 % of
-// the task's timeout). With Temporal's default of 10 s, every first attempt
+// policy (its zero fields the defaults): long enough that the local first
+// attempt, which runs inside the workflow task for up to the attempt
+// timeout and rowMargin, ends before the task needs a heartbeat (the SDK
+// sends one once a local activity has run for 80 % of the task's
+// timeout). With Temporal's default of 10 s, every first attempt
 // at a receiver that holds the request for most of the 30 s timeout cost
 // three heartbeats, each a write to the execution: a thousand such
 // receivers overloaded the server, whose writes then timed out, whose
@@ -258,12 +258,12 @@ func localAttempt(ctx workflow.Context, in DeliveryInput, s activities.Schedule)
 }
 
 // following decides what follows a local first attempt on schedule s that
-// failed with err: whether another attempt may follow (more), its delivery attempt
-// number (next) and the delay before it: the receiver's Retry-After as the
-// activity placed it, else the schedule's delay. A lost attempt (a
-// timeout, no outcome) is taken for the first: only a local attempt run
-// again after a lost worker is numbered otherwise, and it reports its
-// number.
+// failed with err: whether another attempt may follow (more), its delivery
+// attempt number (next) and the delay before it: the receiver's
+// Retry-After as the activity placed it, else the schedule's delay. A lost
+// attempt (a timeout, no outcome) is taken for the first: only a local
+// attempt run again after a lost worker is numbered otherwise, and it
+// reports its number.
 func following(s activities.Schedule, err error) (delay time.Duration, next int, more bool) {
 	n := 1
 	if res, ok := activities.AttemptOutcome(err); ok {

@@ -35,7 +35,7 @@ func deliveryInput(ev *models.Event, ep *models.WebhookEndpoint, policy activiti
 	}, nil
 }
 
-// startDelivery starts the Delivery workflow id with input in on queue
+// startDelivery starts the delivery workflow id with input in on queue
 // (DefaultTaskQueue when empty), under the trace of the event ev that
 // caused it, and waits startTimeout at most: the one way the dispatcher,
 // replays and recoveries start a delivery. timedOut reports that the
