@@ -422,6 +422,23 @@ func TestDeliveryActivityOptions(t *testing.T) {
 	if diff := cmp.Diff(&local, localOptions(testInput(7, activities.DefaultSchedule()).schedule()).RetryPolicy); diff != "" {
 		t.Errorf("local attempt's retry policy (-want +got):\n%s", diff)
 	}
+	// The activity reads the schedule back from its policy, by Temporal's
+	// attempt number, to place a Retry-After: the same delays and last
+	// attempt as the delivery's, wherever its first attempt stands.
+	for _, s := range []activities.Schedule{testInput(7, activities.DefaultSchedule()).schedule(),
+		testInput(9, activities.Schedule{Initial: 10 * time.Second, MaxInterval: 50 * time.Second}).schedule()} {
+		for first := 1; first <= s.Attempts; first++ {
+			p := activityOptions(s, first).RetryPolicy
+			read := activities.Schedule{Initial: p.InitialInterval, MaxInterval: p.MaximumInterval, Attempts: int(p.MaximumAttempts)}
+			for try := 1; first+try-1 <= s.Attempts; try++ {
+				n := first + try - 1
+				if read.Delay(try) != s.Delay(n) || read.Last(try) != s.Last(n) {
+					t.Errorf("schedule %+v from attempt %d, its try %d: delay %s, last %v; the delivery's attempt %d: %s, %v",
+						s, first, try, read.Delay(try), read.Last(try), n, s.Delay(n), s.Last(n))
+				}
+			}
+		}
+	}
 
 	// What the activity sees.
 	r := runDelivery(t, testInput(5, activities.DefaultSchedule()), succeedingAt(1))
