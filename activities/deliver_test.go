@@ -439,7 +439,7 @@ var failureCases = []failureCase{
 				}
 			})
 			t.Cleanup(func() { close(release) }) // before the server closes
-			return r.URL, Config{AllowCIDRs: loopback, Timeout: 200 * time.Millisecond}
+			return r.URL, Config{AllowCIDRs: loopback, Schedule: Schedule{AttemptTimeout: 200 * time.Millisecond}}
 		},
 		code: models.DeliveryErrTimeout, errType: ErrTypeDeliveryFailed, retryable: true, sent: true,
 	},
@@ -908,7 +908,7 @@ func TestNewDelivererRefuses(t *testing.T) {
 		cfg   Config
 	}{
 		{"no store", nil, Config{}},
-		{"negative timeout", nopStore{}, Config{Timeout: -time.Second}},
+		{"negative timeout", nopStore{}, Config{Schedule: Schedule{AttemptTimeout: -time.Second}}},
 		{"invalid prefix", nopStore{}, Config{AllowCIDRs: []netip.Prefix{{}}}},
 	}
 	for _, tc := range tests {
@@ -922,8 +922,8 @@ func TestNewDelivererRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.timeout != DefaultTimeout || d.userAgent != "recordhub-webhooks/dev" || d.transport.Proxy != nil {
-		t.Errorf("defaults: timeout %s, user agent %q, proxy set %v", d.timeout, d.userAgent, d.transport.Proxy != nil)
+	if d.schedule != DefaultSchedule() || d.userAgent != "recordhub-webhooks/dev" || d.transport.Proxy != nil {
+		t.Errorf("defaults: schedule %+v, user agent %q, proxy set %v", d.schedule, d.userAgent, d.transport.Proxy != nil)
 	}
 }
 

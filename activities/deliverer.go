@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -64,33 +63,16 @@ type Store interface {
 // before it is disabled (RECORDHUB_ENDPOINT_DISABLE_AFTER).
 const DefaultDisableAfter = 120 * time.Hour
 
-// The default delivery schedule: the only place its values are written.
-// The workflow's retry policy (workflows.DefaultRetryPolicy) and the
-// configuration's defaults are built from these, since workflows imports
-// this package and not the other way round; the Deliverer uses them to
-// place a receiver's Retry-After when Temporal does not say what the
-// policy is.
-const (
-	// DefaultTimeout is the per-attempt timeout (RECORDHUB_WEBHOOK_TIMEOUT).
-	DefaultTimeout = 30 * time.Second
-	// DefaultRetryInitial is the delay before the second attempt
-	// (RECORDHUB_WEBHOOK_RETRY_INITIAL).
-	DefaultRetryInitial = 60 * time.Second
-	// DefaultRetryMaxInterval caps the delay between two attempts
-	// (RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL).
-	DefaultRetryMaxInterval = 960 * time.Second
-	// BackoffCoefficient multiplies each delay between attempts to give
-	// the next.
-	BackoffCoefficient = 2.0
-)
-
 // Config configures a Deliverer.
 type Config struct {
-	// Timeout bounds one attempt, from DNS to the response's first 4 KiB
-	// (RECORDHUB_WEBHOOK_TIMEOUT); zero means DefaultTimeout. The
-	// activity's StartToCloseTimeout should leave room beyond it for the
-	// row to be written.
-	Timeout time.Duration
+	// Schedule is the delivery schedule (RECORDHUB_WEBHOOK_*), the one the
+	// workflows carry; its zero fields take the defaults. Its
+	// AttemptTimeout bounds one attempt (the activity's
+	// StartToCloseTimeout should leave room beyond it for the row to be
+	// written); its delays place a receiver's Retry-After only when the
+	// activity's info carries no retry policy (older servers, the SDK's
+	// test environment).
+	Schedule Schedule
 	// AllowCIDRs are exempted from the block list
 	// (RECORDHUB_WEBHOOK_ALLOW_CIDRS, see ParseAllowCIDRs); the only
 	// exemption there is.
@@ -105,12 +87,6 @@ type Config struct {
 	// Resolver resolves receivers' names when dialling; nil means
 	// net.DefaultResolver.
 	Resolver *net.Resolver
-	// RetryInitial and RetryMaxInterval are the workflow's schedule
-	// (RECORDHUB_WEBHOOK_RETRY_*), used to place a receiver's Retry-After
-	// only when the activity's info carries no retry policy (older
-	// servers, the SDK's test environment); zero means
-	// DefaultRetryInitial and DefaultRetryMaxInterval.
-	RetryInitial, RetryMaxInterval time.Duration
 	// DisableAfter: an endpoint whose deliveries have all failed for this
 	// long, at least models.DisableAfterFailures of them, is disabled
 	// (RECORDHUB_ENDPOINT_DISABLE_AFTER); zero never disables. Callers pass
@@ -141,11 +117,11 @@ type Deliverer struct {
 	client    *http.Client
 	transport *http.Transport
 	egress    *egress
-	timeout   time.Duration
 	userAgent string
 	now       func() time.Time
 	metrics   *Metrics
-	schedule  schedule
+	// schedule is Config.Schedule, with its defaults.
+	schedule Schedule
 	// disableAfter: see Config.DisableAfter.
 	disableAfter time.Duration
 	// tracing is nil when tracing is off.
@@ -160,12 +136,10 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 	if store == nil {
 		return nil, errors.New("activities: a store is required")
 	}
-	if cfg.Timeout < 0 {
-		return nil, fmt.Errorf("activities: webhook timeout %s is negative", cfg.Timeout)
+	if cfg.Schedule.AttemptTimeout < 0 {
+		return nil, fmt.Errorf("activities: webhook timeout %s is negative", cfg.Schedule.AttemptTimeout)
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
+	cfg.Schedule = cfg.Schedule.WithDefaults()
 	for _, p := range cfg.AllowCIDRs {
 		if !p.IsValid() {
 			return nil, fmt.Errorf("activities: allowed network %v is not valid", p)
@@ -180,18 +154,12 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 	if cfg.DisableAfter < 0 {
 		return nil, fmt.Errorf("activities: endpoint disable window %s is negative", cfg.DisableAfter)
 	}
-	if cfg.RetryInitial <= 0 {
-		cfg.RetryInitial = DefaultRetryInitial
-	}
-	if cfg.RetryMaxInterval <= 0 {
-		cfg.RetryMaxInterval = DefaultRetryMaxInterval
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	eg := newEgress(cfg.AllowCIDRs)
 	dialer := &net.Dialer{
-		Timeout:   cfg.Timeout,
+		Timeout:   cfg.Schedule.AttemptTimeout,
 		KeepAlive: 30 * time.Second,
 		Resolver:  cfg.Resolver,
 		Control:   eg.control,
@@ -222,11 +190,10 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 		},
 		transport: transport,
 		egress:    eg,
-		timeout:   cfg.Timeout,
 		userAgent: "recordhub-webhooks/" + cfg.Version,
 		now:       cfg.Now,
 		metrics:   cfg.Metrics,
-		schedule:  schedule{initial: cfg.RetryInitial, coefficient: BackoffCoefficient, maxInterval: max(cfg.RetryMaxInterval, cfg.RetryInitial)},
+		schedule:  cfg.Schedule,
 
 		disableAfter: cfg.DisableAfter,
 		tracing:      newTracing(cfg.TracerProvider, cfg.Propagator),
@@ -337,7 +304,7 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 			out := AttemptOutput{Attempt: info.attempt, Error: DeliveryErrInternal}
 			return out, temporal.NewApplicationErrorWithCause("number the delivery attempt: "+err.Error(), ErrTypeStore, err, out)
 		}
-		info.renumber(n, in.RetryMax)
+		info.renumber(n)
 	}
 	row := &models.WebhookDelivery{
 		ID:       models.NewID(models.PrefixDelivery),
@@ -393,7 +360,7 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	// last: no attempt of this delivery follows this failed one.
-	last := f != nil && (!f.retry || info.last)
+	last := f != nil && (!f.retry || info.last())
 	// ends: the delivery ends here, and its end counts in the endpoint's
 	// health (which counts deliveries, not attempts).
 	ends := f == nil || (f.counts() && last)
@@ -585,7 +552,7 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 // success, else what went wrong, also written into row.
 func (d *Deliverer) send(ctx context.Context, req *http.Request, row *models.WebhookDelivery) *failure {
 	var tr timing
-	reqCtx, cancel := context.WithTimeout(ctx, d.timeout)
+	reqCtx, cancel := context.WithTimeout(ctx, d.schedule.AttemptTimeout)
 	defer cancel()
 	defer tr.fill(row)
 	resp, err := d.client.Do(req.WithContext(httptrace.WithClientTrace(reqCtx, tr.trace())))
@@ -613,7 +580,7 @@ func (d *Deliverer) send(ctx context.Context, req *http.Request, row *models.Web
 
 // fail classifies err and writes it into row.
 func (d *Deliverer) fail(row *models.WebhookDelivery, err error, timedOut bool, tlsErr error) *failure {
-	c := classify(err, d.timeout, timedOut, tlsErr)
+	c := classify(err, d.schedule.AttemptTimeout, timedOut, tlsErr)
 	row.Error, row.ErrorMessage = c.code, c.message
 	return &c
 }
@@ -649,23 +616,6 @@ func sentHeaders(req *http.Request) models.Headers {
 	return h
 }
 
-// schedule is a retry policy's delays: initial, times coefficient after
-// each attempt, capped at maxInterval.
-type schedule struct {
-	initial     time.Duration
-	coefficient float64
-	maxInterval time.Duration
-}
-
-// after returns the scheduled delay after attempt n (1 for the first).
-func (s schedule) after(n int) time.Duration {
-	d := float64(s.initial) * math.Pow(s.coefficient, float64(max(n, 1)-1))
-	if d >= float64(s.maxInterval) || math.IsInf(d, 0) || math.IsNaN(d) {
-		return s.maxInterval
-	}
-	return time.Duration(d)
-}
-
 // nextDelay is the delay before the attempt after the one info describes
 // when the receiver asked for hint: the larger of hint and the scheduled
 // delay, capped at the schedule's maximum interval. So a Retry-After never
@@ -681,15 +631,12 @@ func (s schedule) after(n int) time.Duration {
 func (d *Deliverer) nextDelay(info activityInfo, hint time.Duration) time.Duration {
 	s, n := d.schedule, info.attempt
 	if p := info.policy; p != nil && p.InitialInterval > 0 && p.MaximumInterval > 0 {
-		s = schedule{initial: p.InitialInterval, coefficient: p.BackoffCoefficient, maxInterval: max(p.MaximumInterval, p.InitialInterval)}
-		if s.coefficient < 1 {
-			s.coefficient = BackoffCoefficient
-		}
+		s = scheduleOf(p)
 		if !info.local {
 			n = info.try
 		}
 	}
-	return min(max(hint, s.after(n)), s.maxInterval)
+	return min(max(hint, s.Delay(n)), s.MaxInterval)
 }
 
 type activityInfo struct {
@@ -703,9 +650,9 @@ type activityInfo struct {
 	// policy is the activity's retry policy; nil when Temporal does not
 	// say.
 	policy *temporal.RetryPolicy
-	// last: no attempt may follow this one. Without a policy in the info
-	// or a RetryMax in the input, no attempt is known to be the last.
-	last bool
+	// retryMax is the input's RetryMax: the delivery's attempts in all; 0
+	// when the input does not say.
+	retryMax int
 }
 
 // attemptInfo reads the activity's attempt number and workflow execution;
@@ -713,7 +660,7 @@ type activityInfo struct {
 // of no workflow.
 func attemptInfo(ctx context.Context, in AttemptInput) activityInfo {
 	first := max(in.FirstAttempt, 1)
-	out := activityInfo{attempt: first, try: 1}
+	out := activityInfo{attempt: first, try: 1, retryMax: in.RetryMax}
 	if activity.IsActivity(ctx) {
 		info := activity.GetInfo(ctx)
 		out.try = max(1, int(info.Attempt))
@@ -721,28 +668,25 @@ func attemptInfo(ctx context.Context, in AttemptInput) activityInfo {
 		out.workflowID, out.runID = info.WorkflowExecution.ID, info.WorkflowExecution.RunID
 		out.local, out.policy = info.IsLocalActivity, info.RetryPolicy
 	}
-	out.last = out.isLast(in.RetryMax)
 	return out
 }
 
 // renumber makes the attempt number n, when that is higher than the one
 // Temporal's counting gave.
-func (a *activityInfo) renumber(n, retryMax int) {
+func (a *activityInfo) renumber(n int) {
 	a.attempt = max(a.attempt, n)
-	a.last = a.isLast(retryMax)
 }
 
-// isLast reports whether no attempt may follow this one: by retryMax, the
-// delivery's attempts in all, when above 0, else by the retry policy.
-func (a activityInfo) isLast(retryMax int) bool {
-	if retryMax > 0 {
-		return a.attempt >= retryMax
+// last reports whether no attempt may follow this one, by the schedule
+// that counts the delivery's attempts: the delivery's own, by its attempt
+// number, when the input carries its attempts in all (a local attempt
+// does, since its own policy allows it one attempt whatever the delivery
+// allows); else the activity's retry policy, by Temporal's attempt
+// number. Without a policy in the info or a RetryMax in the input, no
+// attempt is known to be the last.
+func (a activityInfo) last() bool {
+	if a.retryMax > 0 || a.policy == nil {
+		return Schedule{Attempts: a.retryMax}.Last(a.attempt)
 	}
-	return lastAttempt(a.try, a.policy)
-}
-
-// lastAttempt reports whether policy allows no attempt after attempt n.
-// Without a policy, or with unlimited attempts, none is known to be last.
-func lastAttempt(n int, policy *temporal.RetryPolicy) bool {
-	return policy != nil && policy.MaximumAttempts > 0 && n >= int(policy.MaximumAttempts)
+	return scheduleOf(a.policy).Last(a.try)
 }

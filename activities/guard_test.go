@@ -132,7 +132,7 @@ func TestDialerRefuses(t *testing.T) {
 				resp.Body.Close()
 				t.Fatalf("POST %s: connected (status %d), want refused by the dialer", tc.url, resp.StatusCode)
 			}
-			if got := classify(err, d.timeout, false, nil); got.code != models.DeliveryErrBlockedDestination || got.retry {
+			if got := classify(err, d.schedule.AttemptTimeout, false, nil); got.code != models.DeliveryErrBlockedDestination || got.retry {
 				t.Errorf("POST %s: classified %s (retry %v), want %s, not retried; error: %v", tc.url, got.code, got.retry, models.DeliveryErrBlockedDestination, err)
 			}
 		})

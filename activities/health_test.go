@@ -151,7 +151,7 @@ func TestEndpointHealthGone(t *testing.T) {
 // the retry policy in the activity's info allows no further attempt. The
 // SDK's test environment sends no policy in the info (so none of its
 // attempts is known to be the last, and nothing counts there); the rule
-// itself is checked on lastAttempt.
+// itself is checked on activityInfo.last.
 func TestEndpointHealthCountsDeliveries(t *testing.T) {
 	recv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
 	f := newFixture(t, storetest.Open(t, models.SQLite), recv.URL)
@@ -179,16 +179,30 @@ func TestEndpointHealthCountsDeliveries(t *testing.T) {
 	}
 
 	policy := &temporal.RetryPolicy{MaximumAttempts: 3}
+	local := &temporal.RetryPolicy{MaximumAttempts: 1}
+	after := &temporal.RetryPolicy{MaximumAttempts: 2}
 	for _, tc := range []struct {
-		n      int
-		policy *temporal.RetryPolicy
-		want   bool
+		info activityInfo
+		want bool
 	}{
-		{1, policy, false}, {2, policy, false}, {3, policy, true}, {4, policy, true},
-		{100, &temporal.RetryPolicy{}, false}, {1, nil, false},
+		// By the policy, counted by Temporal's attempt number.
+		{activityInfo{try: 1, attempt: 1, policy: policy}, false},
+		{activityInfo{try: 2, attempt: 2, policy: policy}, false},
+		{activityInfo{try: 3, attempt: 3, policy: policy}, true},
+		{activityInfo{try: 4, attempt: 4, policy: policy}, true},
+		{activityInfo{try: 100, attempt: 100, policy: &temporal.RetryPolicy{}}, false},
+		{activityInfo{try: 1, attempt: 1}, false},
+		// By the input's RetryMax, counted by the delivery's attempt
+		// number: a local attempt, whose policy allows it one, and the
+		// activity after it, whose policy counts from attempt 2.
+		{activityInfo{try: 1, attempt: 1, local: true, policy: local, retryMax: 3}, false},
+		{activityInfo{try: 1, attempt: 3, local: true, policy: local, retryMax: 3}, true},
+		{activityInfo{try: 1, attempt: 2, policy: after, retryMax: 3}, false},
+		{activityInfo{try: 2, attempt: 3, policy: after, retryMax: 3}, true},
+		{activityInfo{try: 3, attempt: 3, retryMax: 3}, true},
 	} {
-		if got := lastAttempt(tc.n, tc.policy); got != tc.want {
-			t.Errorf("lastAttempt(%d, %+v) = %v, want %v", tc.n, tc.policy, got, tc.want)
+		if got := tc.info.last(); got != tc.want {
+			t.Errorf("%+v: last() = %v, want %v", tc.info, got, tc.want)
 		}
 	}
 }

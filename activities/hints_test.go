@@ -40,7 +40,7 @@ func TestParseRetryAfter(t *testing.T) {
 // delivery attempt number; without a policy, the configured one placed by
 // the delivery attempt number.
 func TestNextDelay(t *testing.T) {
-	d := &Deliverer{schedule: schedule{initial: 60 * time.Second, coefficient: 2, maxInterval: 960 * time.Second}}
+	d := &Deliverer{schedule: DefaultSchedule()}
 	configured := func(attempt int) activityInfo { return activityInfo{attempt: attempt, try: attempt} }
 	// An activity that goes on after a local first attempt: its policy
 	// starts at the delay after attempt 2.

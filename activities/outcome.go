@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"code.dny.dev/ssrf"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/recordhub/recordhub/models"
 )
@@ -42,6 +43,23 @@ const (
 	// disabled and the delivery ends. Not retryable.
 	ErrTypeReceiverGone = "ReceiverGone"
 )
+
+// AttemptOutcome reads the AttemptOutput that a failed attempt put in its
+// error's details (see ErrTypeDeliveryFailed): that of the first
+// application error in err's chain, when it holds one with an attempt
+// number. ok is false when it holds none: the attempt's row could not be
+// written, or err is not an attempt's. Under an attempt's timeout, a
+// server puts the previous attempt's failure, details and all: there the
+// outcome read is the previous attempt's. It is the one reader of what
+// Attempt writes into its errors, and a pure function, which the workflow
+// may call.
+func AttemptOutcome(err error) (out AttemptOutput, ok bool) {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || !appErr.HasDetails() || appErr.Details(&out) != nil || out.Attempt == 0 {
+		return AttemptOutput{}, false
+	}
+	return out, true
+}
 
 // Delivery error codes first named here, now defined in models with the
 // others (the deliveries list filters on them).

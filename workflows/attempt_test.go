@@ -52,11 +52,11 @@ func TestDeliveryRealAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := f.record(t)
-	d, err := activities.NewDeliverer(f.store, activities.Config{Timeout: 5 * time.Second, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	d, err := activities.NewDeliverer(f.store, activities.Config{Schedule: activities.Schedule{AttemptTimeout: 5 * time.Second}, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := deliveryInput(ev, ep, DefaultRetryPolicy(), "")
+	in, err := deliveryInput(ev, ep, activities.DefaultSchedule(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

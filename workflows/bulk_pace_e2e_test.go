@@ -72,7 +72,7 @@ func TestBulkPacePerTenant(t *testing.T) {
 			stores := []*models.Store{db.Open(t, models.Options{}), db.Open(t, models.Options{})}
 			store := stores[0]
 			queue := "bulk-pace-" + string(d)
-			policy := RetryPolicy{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second}
+			policy := activities.Schedule{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second}
 			ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 			t.Cleanup(ok.Close)
 			failing := newFlippingReceiver(t)
@@ -105,7 +105,7 @@ func TestBulkPacePerTenant(t *testing.T) {
 
 			log := &startLog{Starter: c, at: map[string][]time.Time{}}
 			for _, s := range stores {
-				deliver, err := activities.NewDeliverer(s, activities.Config{Timeout: 5 * time.Second, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+				deliver, err := activities.NewDeliverer(s, activities.Config{Schedule: activities.Schedule{AttemptTimeout: 5 * time.Second}, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -14,62 +14,12 @@ import (
 	"github.com/recordhub/recordhub/models"
 )
 
-// The default delivery schedule, used where the configuration leaves a
-// value unset. The values are written once, in activities, which also
-// needs them and cannot import this package.
-const (
-	DefaultRetryInitial     = activities.DefaultRetryInitial
-	DefaultRetryMaxInterval = activities.DefaultRetryMaxInterval
-	DefaultAttemptTimeout   = activities.DefaultTimeout
-	// BackoffCoefficient multiplies each delay between attempts to give the next.
-	BackoffCoefficient = activities.BackoffCoefficient
-)
-
 // rowMargin is added to the attempt timeout to give the activity's whole
 // run, which writes the attempt's row after the request ended, its
 // start-to-close timeout: an attempt that timed out still leaves its row.
 const rowMargin = 15 * time.Second
 
-// RetryPolicy is the delivery schedule, filled by the starter from the
-// configuration (RECORDHUB_WEBHOOK_*) and carried in the workflow input so
-// that the workflow reads no configuration and stays deterministic. Zero
-// fields take the defaults.
-type RetryPolicy struct {
-	// Initial is the delay before the second attempt; each next delay is
-	// BackoffCoefficient times the previous one.
-	Initial time.Duration `json:"initial"`
-	// MaxInterval caps the delay between two attempts.
-	MaxInterval time.Duration `json:"max_interval"`
-	// AttemptTimeout bounds one HTTP attempt, connection to last byte.
-	AttemptTimeout time.Duration `json:"attempt_timeout"`
-}
-
-// DefaultRetryPolicy returns the default schedule: 60 s doubling up to
-// 960 s, 30 s per attempt.
-func DefaultRetryPolicy() RetryPolicy {
-	return RetryPolicy{Initial: DefaultRetryInitial, MaxInterval: DefaultRetryMaxInterval, AttemptTimeout: DefaultAttemptTimeout}
-}
-
-// withDefaults fills the zero fields, and raises a cap below the initial
-// delay, which Temporal refuses, to the initial delay.
-func (p RetryPolicy) withDefaults() RetryPolicy {
-	d := DefaultRetryPolicy()
-	if p.Initial <= 0 {
-		p.Initial = d.Initial
-	}
-	if p.MaxInterval <= 0 {
-		p.MaxInterval = d.MaxInterval
-	}
-	if p.MaxInterval < p.Initial {
-		p.MaxInterval = p.Initial
-	}
-	if p.AttemptTimeout <= 0 {
-		p.AttemptTimeout = d.AttemptTimeout
-	}
-	return p
-}
-
-// DeliveryInput is the input of the Delivery workflow: ids and settings
+// DeliveryInput is the input of the delivery workflow (WebhookDelivery): ids and settings
 // only, never the payload, which the activity reads from the event row.
 // Fields may be added (with a zero value that keeps today's behaviour);
 // none may be removed or change meaning while workflows that carry it run.
@@ -87,11 +37,25 @@ type DeliveryInput struct {
 	// included. Values below 1 mean models.DefaultRetryMax, never
 	// "unlimited" as in Temporal.
 	RetryMax int `json:"retry_max"`
-	// Policy is the schedule between attempts.
-	Policy RetryPolicy `json:"policy"`
+	// Policy is the schedule between attempts, filled by the starter from
+	// the configuration (RECORDHUB_WEBHOOK_*), so that the workflow reads
+	// no configuration and stays deterministic. Zero fields take the
+	// defaults; its Attempts is left out: RetryMax says it.
+	Policy activities.Schedule `json:"policy"`
 }
 
-// DeliveryOutput is the result of a successful Delivery workflow. A
+// schedule is the delivery's schedule: the input's policy with its
+// defaults, its attempts in all the endpoint's retry_max.
+func (in DeliveryInput) schedule() activities.Schedule {
+	s := in.Policy.WithDefaults()
+	s.Attempts = in.RetryMax
+	if s.Attempts < 1 {
+		s.Attempts = models.DefaultRetryMax
+	}
+	return s
+}
+
+// DeliveryOutput is the result of a successful delivery workflow. A
 // delivery whose attempts are used up, or that is refused for good (a
 // blocked destination, a deleted or disabled endpoint), fails the workflow
 // with an error of type DeliveryFailedErrorType whose details hold the
@@ -113,7 +77,7 @@ type DeliveryOutput struct {
 	Succeeded bool   `json:"succeeded"`
 }
 
-// DeliveryFailedErrorType is the error type of a failed Delivery workflow.
+// DeliveryFailedErrorType is the error type of a failed delivery workflow.
 const DeliveryFailedErrorType = "WebhookDeliveryFailed"
 
 // NonRetryableErrorTypes are the attempt's error types that end a delivery
@@ -127,38 +91,37 @@ func NonRetryableErrorTypes() []string {
 	}
 }
 
-// activityOptions are the options of the attempt activity: one activity
-// attempt per delivery attempt, retried on Temporal's schedule. first is
-// the delivery attempt number of the activity's first attempt: 1, or the
-// number after a local first attempt's, when the policy continues the
-// delivery's schedule from there, for the attempts that are left. The
-// attempt runs on the workflow's own task queue (no TaskQueue set),
-// whichever deployment's queue that is.
-func activityOptions(in DeliveryInput, first int) workflow.ActivityOptions {
-	p := in.Policy.withDefaults()
+// activityOptions are the options of the attempt activity on schedule s:
+// one activity attempt per delivery attempt, retried on Temporal's
+// schedule. first is the delivery attempt number of the activity's first
+// attempt: 1, or the number after a local first attempt's, when the
+// policy continues the delivery's schedule from there, for the attempts
+// that are left. The attempt runs on the workflow's own task queue (no
+// TaskQueue set), whichever deployment's queue that is.
+func activityOptions(s activities.Schedule, first int) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
-		StartToCloseTimeout: p.AttemptTimeout + rowMargin,
+		StartToCloseTimeout: s.AttemptTimeout + rowMargin,
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        p.delayAfter(first),
-			BackoffCoefficient:     BackoffCoefficient,
-			MaximumInterval:        p.MaxInterval,
-			MaximumAttempts:        int32(retryMax(in.RetryMax) - first + 1),
+			InitialInterval:        s.Delay(first),
+			BackoffCoefficient:     activities.BackoffCoefficient,
+			MaximumInterval:        s.MaxInterval,
+			MaximumAttempts:        int32(s.Attempts - first + 1),
 			NonRetryableErrorTypes: NonRetryableErrorTypes(),
 		},
 	}
 }
 
-// localOptions are the options of the first attempt, a local activity: the
-// same timeout, and no retry of its own; its retry policy is the delivery's
-// schedule, which the activity reads to place a receiver's Retry-After.
-func localOptions(in DeliveryInput) workflow.LocalActivityOptions {
-	p := in.Policy.withDefaults()
+// localOptions are the options of the first attempt on schedule s, a
+// local activity: the same timeout, and no retry of its own; its retry
+// policy is the delivery's schedule, which the activity reads to place a
+// receiver's Retry-After.
+func localOptions(s activities.Schedule) workflow.LocalActivityOptions {
 	return workflow.LocalActivityOptions{
-		StartToCloseTimeout: p.AttemptTimeout + rowMargin,
+		StartToCloseTimeout: s.AttemptTimeout + rowMargin,
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        p.Initial,
-			BackoffCoefficient:     BackoffCoefficient,
-			MaximumInterval:        p.MaxInterval,
+			InitialInterval:        s.Initial,
+			BackoffCoefficient:     activities.BackoffCoefficient,
+			MaximumInterval:        s.MaxInterval,
 			MaximumAttempts:        1,
 			NonRetryableErrorTypes: NonRetryableErrorTypes(),
 		},
@@ -169,11 +132,12 @@ func localOptions(in DeliveryInput) workflow.LocalActivityOptions {
 // takes; a longer one is cut to it.
 const maxWorkflowTaskTimeout = 120 * time.Second
 
-// workflowTaskTimeout is a delivery's workflow task timeout: long enough
-// that the local first attempt, which runs inside the workflow task for up
-// to the attempt timeout and rowMargin, ends before the task needs a
-// heartbeat (the SDK sends one once a local activity has run for 80 % of
-// the task's timeout). With Temporal's default of 10 s, every first attempt
+// workflowTaskTimeout is the workflow task timeout of a delivery on
+// policy (its zero fields the defaults): long enough that the local first
+// attempt, which runs inside the workflow task for up to the attempt
+// timeout and rowMargin, ends before the task needs a heartbeat (the SDK
+// sends one once a local activity has run for 80 % of the task's
+// timeout). With Temporal's default of 10 s, every first attempt
 // at a receiver that holds the request for most of the 30 s timeout cost
 // three heartbeats, each a write to the execution: a thousand such
 // receivers overloaded the server, whose writes then timed out, whose
@@ -183,33 +147,10 @@ const maxWorkflowTaskTimeout = 120 * time.Second
 // first run's own deadline. The price: a worker that dies holding a
 // delivery's workflow task leaves it for this long, not 10 s, before
 // another worker takes it.
-func (p RetryPolicy) workflowTaskTimeout() time.Duration {
-	p = p.withDefaults()
-	return min((p.AttemptTimeout+rowMargin)*5/4+5*time.Second, maxWorkflowTaskTimeout)
+func workflowTaskTimeout(policy activities.Schedule) time.Duration {
+	s := policy.WithDefaults()
+	return min((s.AttemptTimeout+rowMargin)*5/4+5*time.Second, maxWorkflowTaskTimeout)
 }
-
-// delayAfter is the schedule's delay after attempt n (from 1), as Temporal
-// computes it: Initial, times BackoffCoefficient for each attempt after
-// the first, capped at MaxInterval.
-func (p RetryPolicy) delayAfter(n int) time.Duration {
-	d := p.Initial
-	for i := 1; i < n && d < p.MaxInterval; i++ {
-		d = time.Duration(float64(d) * BackoffCoefficient)
-	}
-	return min(d, p.MaxInterval)
-}
-
-func retryMax(n int) int {
-	if n < 1 {
-		return models.DefaultRetryMax
-	}
-	return n
-}
-
-// localFirstVersion is VersionedDelivery's workflow.GetVersion change id
-// of the first attempt made as a local activity. Executions started before
-// it make every attempt an activity attempt, and replay so.
-const localFirstVersion = "local-first-attempt"
 
 // firstWorkflowTaskLength is the history length in an execution's first
 // workflow task: started, task scheduled, task started.
@@ -231,82 +172,61 @@ const firstWorkflowTaskLength = 3
 // schedule for the attempts that are left: attempts 2 and later are
 // activity attempts, each with its number and failure in the Temporal UI.
 //
-// It has no workflow.GetVersion branch: a workflow type that every
-// execution has run the same code since its first start needs none, and a
-// new execution is then the same six history events as a bare workflow
-// whose one step is a local activity. A change to it goes behind
-// GetVersion, as in VersionedDelivery.
+// Its one workflow.GetVersion branch is the deferred first attempt's
+// (deferredFirstVersion), asked only when a local attempt was deferred: a
+// new execution is otherwise the same six history events as a bare
+// workflow whose one step is a local activity. A change to it that its
+// running executions must not see goes behind GetVersion too (see the
+// rule in register.go).
 //
-// No Go function of this package is named after another workflow's pinned
-// name: the SDK also finds a workflow by its function's name, so a
-// function named Delivery would take the executions of
-// VersionedDeliveryWorkflowName ("Delivery").
+// No Go function of this package is named after a workflow's pinned
+// name other than its own: the SDK also finds a workflow by its
+// function's name.
 func WebhookDelivery(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, error) {
-	return deliver(ctx, in, false)
-}
-
-// VersionedDelivery is the delivery workflow of the executions started
-// as VersionedDeliveryWorkflowName before there was WebhookDelivery: the same
-// delivery, its two changes since its first release chosen by
-// workflow.GetVersion, which an execution started before a change
-// answers with workflow.DefaultVersion. Executions started before the
-// local first attempt make every attempt an activity attempt; those
-// started before the settle step fail a lost last attempt without it.
-// New executions of it (from a dispatcher older than WebhookDelivery) take both
-// changes, and pay for each a version marker and a TemporalChangeVersion
-// upsert in their history.
-func VersionedDelivery(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, error) {
-	return deliver(ctx, in, true)
-}
-
-// deliver is WebhookDelivery, and VersionedDelivery when versioned: then each
-// change since the first release is taken only where GetVersion says the
-// execution has it.
-func deliver(ctx workflow.Context, in DeliveryInput, versioned bool) (DeliveryOutput, error) {
+	s := in.schedule()
 	first := 1
-	if !versioned || workflow.GetVersion(ctx, localFirstVersion, workflow.DefaultVersion, 1) == 1 {
-		res, err := localAttempt(ctx, in)
-		switch {
-		case err == nil:
-			return succeeded(res), nil
-		case deferred(err) && workflow.GetVersion(ctx, deferredFirstVersion, workflow.DefaultVersion, 1) == 1:
-			// Nothing was sent: the first attempt is the activity's first.
-		default:
-			delay, next, more := following(in, err)
-			if !more {
-				return failed(ctx, in, err, next-1, versioned)
-			}
-			timer := workflow.NewTimerWithOptions(ctx, delay, workflow.TimerOptions{Summary: fmt.Sprintf("until attempt %d", next)})
-			if err := timer.Get(ctx, nil); err != nil {
-				return DeliveryOutput{}, err
-			}
-			first = next
+	res, err := localAttempt(ctx, in, s)
+	switch {
+	case err == nil:
+		return succeeded(res), nil
+	case deferred(err) && workflow.GetVersion(ctx, deferredFirstVersion, workflow.DefaultVersion, 1) == 1:
+		// Nothing was sent: the first attempt is the activity's first.
+	default:
+		delay, next, more := following(s, err)
+		if !more {
+			return failed(ctx, in, s, err, next-1)
 		}
+		timer := workflow.NewTimerWithOptions(ctx, delay, workflow.TimerOptions{Summary: fmt.Sprintf("until attempt %d", next)})
+		if err := timer.Get(ctx, nil); err != nil {
+			return DeliveryOutput{}, err
+		}
+		first = next
 	}
-	opts := activityOptions(in, first)
+	opts := activityOptions(s, first)
 	if first > 1 {
 		// What the Temporal UI shows beside the activity: which of the
 		// delivery's attempts its own are.
-		opts.Summary = fmt.Sprintf("attempts %d to %d", first, retryMax(in.RetryMax))
+		opts.Summary = fmt.Sprintf("attempts %d to %d", first, s.Attempts)
 	}
 	ctx = workflow.WithActivityOptions(ctx, opts)
 	// By its pinned name, with the typed input and output of
 	// activities.Deliverer.Attempt.
-	var res activities.AttemptOutput
-	err := workflow.ExecuteActivity(ctx, AttemptActivityName, attemptInput(in, first)).Get(ctx, &res)
+	var last activities.AttemptOutput
+	err = workflow.ExecuteActivity(ctx, AttemptActivityName, attemptInput(in, s, first)).Get(ctx, &last)
 	if err == nil {
-		return succeeded(res), nil
+		return succeeded(last), nil
 	}
-	return failed(ctx, in, err, 0, versioned)
+	return failed(ctx, in, s, err, 0)
 }
 
-// attemptInput is the attempt activity's input when its first attempt is
-// the delivery's attempt number first. Attempts of executions started
-// before the local first attempt carry none of the fields added with it.
-func attemptInput(in DeliveryInput, first int) activities.AttemptInput {
+// attemptInput is the attempt activity's input on schedule s when its
+// first attempt is the delivery's attempt number first. From attempt 1,
+// the activity's retry policy is the whole delivery's, and says what the
+// fields added for a later start would.
+func attemptInput(in DeliveryInput, s activities.Schedule, first int) activities.AttemptInput {
 	a := activities.AttemptInput{TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID, ReplayOf: in.ReplayOf}
 	if first > 1 {
-		a.FirstAttempt, a.RetryMax = first, retryMax(in.RetryMax)
+		a.FirstAttempt, a.RetryMax = first, s.Attempts
 	}
 	return a
 }
@@ -322,11 +242,11 @@ func attemptInput(in DeliveryInput, first int) activities.AttemptInput {
 // out; the replay then stands at the first task, whose history length is
 // the first task's, and only replaying tells). A local attempt whose
 // marker is in the history is never run again, whatever this says.
-func localAttempt(ctx workflow.Context, in DeliveryInput) (activities.AttemptOutput, error) {
-	a := attemptInput(in, 1)
-	a.RetryMax = retryMax(in.RetryMax)
+func localAttempt(ctx workflow.Context, in DeliveryInput, s activities.Schedule) (activities.AttemptOutput, error) {
+	a := attemptInput(in, s, 1)
+	a.RetryMax = s.Attempts
 	a.Renumber = workflow.IsReplaying(ctx) || workflow.GetInfo(ctx).GetCurrentHistoryLength() > firstWorkflowTaskLength
-	opts := localOptions(in)
+	opts := localOptions(s)
 	opts.Summary = "attempt 1"
 	if a.Renumber {
 		opts.Summary = "first attempt, run again after its worker was lost"
@@ -337,30 +257,27 @@ func localAttempt(ctx workflow.Context, in DeliveryInput) (activities.AttemptOut
 	return res, err
 }
 
-// following decides what follows a local first attempt that failed with
-// err: whether another attempt may follow (more), its delivery attempt
-// number (next) and the delay before it: the receiver's Retry-After as the
-// activity placed it, else the schedule's delay. A lost attempt (a
-// timeout, no outcome) is taken for the first: only a local attempt run
-// again after a lost worker is numbered otherwise, and it reports its
-// number.
-func following(in DeliveryInput, err error) (delay time.Duration, next int, more bool) {
+// following decides what follows a local first attempt on schedule s that
+// failed with err: whether another attempt may follow (more), its delivery
+// attempt number (next) and the delay before it: the receiver's
+// Retry-After as the activity placed it, else the schedule's delay. A lost
+// attempt (a timeout, no outcome) is taken for the first: only a local
+// attempt run again after a lost worker is numbered otherwise, and it
+// reports its number.
+func following(s activities.Schedule, err error) (delay time.Duration, next int, more bool) {
 	n := 1
-	var (
-		res    activities.AttemptOutput
-		appErr *temporal.ApplicationError
-	)
-	hasApp := errors.As(err, &appErr)
-	if hasApp && appErr.HasDetails() && appErr.Details(&res) == nil && res.Attempt > 0 {
+	if res, ok := activities.AttemptOutcome(err); ok {
 		n = res.Attempt
 	}
-	if temporal.IsCanceledError(err) || n >= retryMax(in.RetryMax) {
+	if temporal.IsCanceledError(err) || s.Last(n) {
 		return 0, n + 1, false
 	}
-	if hasApp && (appErr.NonRetryable() || slices.Contains(NonRetryableErrorTypes(), appErr.Type())) {
+	var appErr *temporal.ApplicationError
+	hasApp := errors.As(err, &appErr)
+	if hasApp && final(appErr) {
 		return 0, n + 1, false
 	}
-	delay = in.Policy.withDefaults().delayAfter(n)
+	delay = s.Delay(n)
 	if hasApp && appErr.NextRetryDelay() > 0 {
 		delay = appErr.NextRetryDelay()
 	}
@@ -372,21 +289,19 @@ func succeeded(res activities.AttemptOutput) DeliveryOutput {
 	return DeliveryOutput{Attempts: res.Attempt, DeliveryID: res.DeliveryID, StatusCode: res.StatusCode, Succeeded: true}
 }
 
-// failed ends a delivery whose last attempt failed with err: settled when
-// that attempt was lost, and failed with the DeliveryOutput of that
-// attempt in the error's details. made is the number of attempts made when
-// err cannot tell it (0: unknown). versioned: as in deliver.
-func failed(ctx workflow.Context, in DeliveryInput, err error, made int, versioned bool) (DeliveryOutput, error) {
+// failed ends a delivery on schedule s whose last attempt failed with err:
+// settled when that attempt was lost, and failed with the DeliveryOutput
+// of that attempt in the error's details. made is the number of attempts
+// made when err cannot tell it (0: unknown).
+func failed(ctx workflow.Context, in DeliveryInput, s activities.Schedule, err error, made int) (DeliveryOutput, error) {
 	if temporal.IsCanceledError(err) {
 		return DeliveryOutput{}, err
 	}
-	out := lastAttempt(in, err)
+	out := lastAttempt(s, err)
 	if out.Attempts == 0 {
 		out.Attempts = made
 	}
-	// VersionedDelivery's executions recorded before the settle step
-	// replay without it.
-	if lostAttempt(err) && (!versioned || workflow.GetVersion(ctx, settleLostVersion, workflow.DefaultVersion, 1) == 1) {
+	if lostAttempt(err) {
 		settle(ctx, in)
 	}
 	workflow.GetLogger(ctx).Info("Webhook delivery failed", "EventID", in.EventID, "EndpointID", in.EndpointID,
@@ -398,22 +313,18 @@ func failed(ctx workflow.Context, in DeliveryInput, err error, made int, version
 	return DeliveryOutput{}, temporal.NewNonRetryableApplicationError(msg, DeliveryFailedErrorType, err, out)
 }
 
-// lastAttempt describes the attempt that ended a failed delivery. The
-// activity puts its AttemptOutput in its errors' details; an attempt whose
-// row could not be written has none, and then only the retry state tells
-// how many attempts were made.
-func lastAttempt(in DeliveryInput, err error) DeliveryOutput {
-	var (
-		res    activities.AttemptOutput
-		appErr *temporal.ApplicationError
-		actErr *temporal.ActivityError
-	)
-	if errors.As(err, &appErr) && appErr.HasDetails() && appErr.Details(&res) == nil && res.Attempt > 0 {
+// lastAttempt describes the attempt that ended a failed delivery on
+// schedule s. The activity puts its AttemptOutput in its errors' details;
+// an attempt whose row could not be written has none, and then only the
+// retry state tells how many attempts were made: all of s's.
+func lastAttempt(s activities.Schedule, err error) DeliveryOutput {
+	if res, ok := activities.AttemptOutcome(err); ok {
 		return DeliveryOutput{Attempts: res.Attempt, DeliveryID: res.DeliveryID, StatusCode: res.StatusCode, Error: res.Error}
 	}
 	out := DeliveryOutput{}
+	var actErr *temporal.ActivityError
 	if errors.As(err, &actErr) && actErr.RetryState() == enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED {
-		out.Attempts = retryMax(in.RetryMax)
+		out.Attempts = s.Attempts
 	}
 	return out
 }
@@ -431,10 +342,6 @@ func deferred(err error) bool {
 	var appErr *temporal.ApplicationError
 	return errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeAttemptDeferred
 }
-
-// settleLostVersion is VersionedDelivery's workflow.GetVersion change id of
-// the settle step.
-const settleLostVersion = "settle-lost-attempt"
 
 // settleOptions are the settle activity's: a few quick database writes,
 // retried a few times.
@@ -467,9 +374,11 @@ func lostAttempt(err error) bool {
 	if actErr.RetryState() != enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED {
 		return false
 	}
-	var res activities.AttemptOutput
-	appErr, ok := cause.(*temporal.ApplicationError)
-	return !ok || !appErr.HasDetails() || appErr.Details(&res) != nil || res.Attempt == 0
+	if _, ok := cause.(*temporal.ApplicationError); !ok {
+		return true
+	}
+	_, ok := activities.AttemptOutcome(cause)
+	return !ok
 }
 
 // lostLocalAttempt is lostAttempt for a local first attempt that ended the
@@ -482,17 +391,22 @@ func lostLocalAttempt(err error) bool {
 	if errors.As(err, &timeout) {
 		return true
 	}
-	var (
-		res    activities.AttemptOutput
-		appErr *temporal.ApplicationError
-	)
+	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) {
 		return true
 	}
-	if appErr.NonRetryable() || slices.Contains(NonRetryableErrorTypes(), appErr.Type()) {
+	if final(appErr) {
 		return false
 	}
-	return !appErr.HasDetails() || appErr.Details(&res) != nil || res.Attempt == 0
+	_, ok := activities.AttemptOutcome(err)
+	return !ok
+}
+
+// final reports whether an attempt's error ends the delivery whatever
+// attempts are left: marked non-retryable, or of a type the retry policy
+// names so.
+func final(appErr *temporal.ApplicationError) bool {
+	return appErr.NonRetryable() || slices.Contains(NonRetryableErrorTypes(), appErr.Type())
 }
 
 // settle runs the settle activity for this run: its rows left in flight

@@ -21,7 +21,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/recordhub/recordhub/activities"
 )
@@ -87,38 +86,10 @@ func runDelivery(t *testing.T, in DeliveryInput, attempt attemptFunc) run {
 }
 
 // runDeliverySettling is runDelivery whose settle activity answers
-// settleErr.
+// settleErr. The attempt function gets the delivery attempt number the
+// activity would give the attempt, from its input and Temporal's attempt
+// number.
 func runDeliverySettling(t *testing.T, in DeliveryInput, attempt attemptFunc, settleErr error) run {
-	t.Helper()
-	return runDeliveryAt(t, in, attempt, settleErr, current)
-}
-
-// deliveryKind is a delivery workflow runDeliveryAt runs: by its type, and
-// for VersionedDelivery the version GetVersion gives its local first
-// attempt.
-type deliveryKind struct {
-	name    string
-	version workflow.Version
-}
-
-// The delivery workflows: WebhookDelivery, which every delivery starts as, and
-// VersionedDelivery in executions started with the local first attempt
-// and before it.
-var (
-	current             = deliveryKind{name: DeliveryWorkflowName}
-	versionedLocalFirst = deliveryKind{name: VersionedDeliveryWorkflowName, version: 1}
-	versionedBefore     = deliveryKind{name: VersionedDeliveryWorkflowName, version: workflow.DefaultVersion}
-)
-
-// localFirst reports whether k makes its first attempt a local activity.
-func (k deliveryKind) localFirst() bool { return k == current || k.version == 1 }
-
-func (k deliveryKind) String() string { return fmt.Sprintf("%s/version %d", k.name, k.version) }
-
-// runDeliveryAt is runDeliverySettling for the workflow kind. The
-// attempt function gets the delivery attempt number the activity would
-// give the attempt, from its input and Temporal's attempt number.
-func runDeliveryAt(t *testing.T, in DeliveryInput, attempt attemptFunc, settleErr error, kind deliveryKind) run {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(testLogger(t))
@@ -128,9 +99,6 @@ func runDeliveryAt(t *testing.T, in DeliveryInput, attempt attemptFunc, settleEr
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{TaskQueue: testQueue})
 	Register(env, &activities.Deliverer{})
-	if kind.name == VersionedDeliveryWorkflowName {
-		env.OnGetVersion(localFirstVersion, workflow.DefaultVersion, 1).Return(kind.version)
-	}
 	var (
 		r     run
 		mu    sync.Mutex
@@ -152,15 +120,12 @@ func runDeliveryAt(t *testing.T, in DeliveryInput, attempt attemptFunc, settleEr
 			mu.Unlock()
 			// The input names the delivery; a local first attempt carries
 			// the delivery's retry_max, and the activity after it starts
-			// at the next number; executions started before the local
-			// first attempt carry neither.
+			// at the next number.
 			want := activities.AttemptInput{TenantID: in.TenantID, EventID: in.EventID, EndpointID: in.EndpointID, ReplayOf: in.ReplayOf}
-			switch {
-			case !kind.localFirst():
-			case info.IsLocalActivity:
-				want.RetryMax = retryMax(in.RetryMax)
-			default:
-				want.FirstAttempt, want.RetryMax = got.FirstAttempt, retryMax(in.RetryMax)
+			if info.IsLocalActivity {
+				want.RetryMax = in.schedule().Attempts
+			} else {
+				want.FirstAttempt, want.RetryMax = got.FirstAttempt, in.schedule().Attempts
 				if info.Attempt == 1 && got.FirstAttempt != prev+1 {
 					t.Errorf("activity's FirstAttempt %d after attempt %d", got.FirstAttempt, prev)
 				}
@@ -177,7 +142,7 @@ func runDeliveryAt(t *testing.T, in DeliveryInput, attempt attemptFunc, settleEr
 			r.settles = append(r.settles, got)
 			return settleErr
 		})
-	env.ExecuteWorkflow(kind.name, in)
+	env.ExecuteWorkflow(DeliveryWorkflowName, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
@@ -210,7 +175,7 @@ func seconds(s ...int) []time.Duration {
 	return out
 }
 
-func testInput(retryMax int, p RetryPolicy) DeliveryInput {
+func testInput(retryMax int, p activities.Schedule) DeliveryInput {
 	return DeliveryInput{
 		TenantID: "ten_1", EventID: "evt_1", EventType: "record_created", EndpointID: "whe_1",
 		ModuleID: "mod_1", RecordID: "rec_1", RetryMax: retryMax, Policy: p,
@@ -225,104 +190,102 @@ func TestDeliverySchedule(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		retryMax int
-		policy   RetryPolicy
+		policy   activities.Schedule
 		attempt  attemptFunc
 		want     []time.Duration
 		// wantOut is the result, or the failure's details.
 		wantOut DeliveryOutput
 	}{
 		{
-			name: "retry_max 5 fails after five attempts", retryMax: 5, policy: DefaultRetryPolicy(), attempt: failing,
+			name: "retry_max 5 fails after five attempts", retryMax: 5, policy: activities.DefaultSchedule(), attempt: failing,
 			want:    seconds(0, 60, 180, 420, 900),
 			wantOut: DeliveryOutput{Attempts: 5, DeliveryID: "whd_5", StatusCode: 500, Error: "http_status"},
 		},
 		{
-			name: "retry_max 8 goes on every 960 s", retryMax: 8, policy: DefaultRetryPolicy(), attempt: failing,
+			name: "retry_max 8 goes on every 960 s", retryMax: 8, policy: activities.DefaultSchedule(), attempt: failing,
 			want:    seconds(0, 60, 180, 420, 900, 1860, 2820, 3780),
 			wantOut: DeliveryOutput{Attempts: 8, DeliveryID: "whd_8", StatusCode: 500, Error: "http_status"},
 		},
 		{
-			name: "retry_max 1 makes one attempt", retryMax: 1, policy: DefaultRetryPolicy(), attempt: failing,
+			name: "retry_max 1 makes one attempt", retryMax: 1, policy: activities.DefaultSchedule(), attempt: failing,
 			want:    seconds(0),
 			wantOut: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 500, Error: "http_status"},
 		},
 		{
-			name: "success on the third attempt stops there", retryMax: 5, policy: DefaultRetryPolicy(), attempt: succeedingAt(3),
+			name: "success on the third attempt stops there", retryMax: 5, policy: activities.DefaultSchedule(), attempt: succeedingAt(3),
 			want:    seconds(0, 60, 180),
 			wantOut: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 204, Succeeded: true},
 		},
 		{
-			name: "success at once", retryMax: 5, policy: DefaultRetryPolicy(), attempt: succeedingAt(1),
+			name: "success at once", retryMax: 5, policy: activities.DefaultSchedule(), attempt: succeedingAt(1),
 			want:    seconds(0),
 			wantOut: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true},
 		},
 		{
-			name: "a zero policy is the default one", retryMax: 3, policy: RetryPolicy{}, attempt: failing,
+			name: "a zero policy is the default one", retryMax: 3, policy: activities.Schedule{}, attempt: failing,
 			want:    seconds(0, 60, 180),
 			wantOut: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 500, Error: "http_status"},
 		},
 		{
-			name: "retry_max 0 is the default 5, not unlimited", retryMax: 0, policy: DefaultRetryPolicy(), attempt: failing,
+			name: "retry_max 0 is the default 5, not unlimited", retryMax: 0, policy: activities.DefaultSchedule(), attempt: failing,
 			want:    seconds(0, 60, 180, 420, 900),
 			wantOut: DeliveryOutput{Attempts: 5, DeliveryID: "whd_5", StatusCode: 500, Error: "http_status"},
 		},
 		{
-			name: "the configured schedule", retryMax: 6, policy: RetryPolicy{Initial: 10 * time.Second, MaxInterval: 40 * time.Second, AttemptTimeout: 5 * time.Second}, attempt: failing,
+			name: "the configured schedule", retryMax: 6, policy: activities.Schedule{Initial: 10 * time.Second, MaxInterval: 40 * time.Second, AttemptTimeout: 5 * time.Second}, attempt: failing,
 			want:    seconds(0, 10, 30, 70, 110, 150),
 			wantOut: DeliveryOutput{Attempts: 6, DeliveryID: "whd_6", StatusCode: 500, Error: "http_status"},
 		},
 		{
 			// The test environment reports no retry state, so the number of
 			// attempts is unknown here; TestLastAttempt covers a server's.
-			name: "attempts whose rows were lost are retried", retryMax: 2, policy: DefaultRetryPolicy(), attempt: rowLost,
+			name: "attempts whose rows were lost are retried", retryMax: 2, policy: activities.DefaultSchedule(), attempt: rowLost,
 			want:    seconds(0, 60),
 			wantOut: DeliveryOutput{},
 		},
 	} {
-		for _, k := range []deliveryKind{current, versionedLocalFirst, versionedBefore} {
-			t.Run(c.name+"/"+k.String(), func(t *testing.T) {
-				r := runDeliveryAt(t, testInput(c.retryMax, c.policy), c.attempt, nil, k)
-				if diff := cmp.Diff(c.want, r.starts); diff != "" {
-					t.Errorf("attempt start times (-want +got):\n%s", diff)
+		t.Run(c.name, func(t *testing.T) {
+			r := runDelivery(t, testInput(c.retryMax, c.policy), c.attempt)
+			if diff := cmp.Diff(c.want, r.starts); diff != "" {
+				t.Errorf("attempt start times (-want +got):\n%s", diff)
+			}
+			got := r.out
+			if r.err != nil {
+				got = r.failure
+			}
+			if diff := cmp.Diff(c.wantOut, got); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+			if c.wantOut.Succeeded != (r.err == nil) {
+				t.Errorf("workflow error %v, want success %v", r.err, c.wantOut.Succeeded)
+			}
+			// Numbered 1, 2, 3…; with the local first attempt, the first
+			// is local and the others are the activity's attempts 1, 2…
+			var wantNumbers []int
+			var wantLocal []bool
+			for i := range r.starts {
+				wantNumbers = append(wantNumbers, i+1)
+				wantLocal = append(wantLocal, i == 0)
+			}
+			if diff := cmp.Diff(wantNumbers, r.numbers); diff != "" {
+				t.Errorf("attempt numbers (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantLocal, r.local); diff != "" {
+				t.Errorf("local attempts (-want +got):\n%s", diff)
+			}
+			for i, info := range r.infos {
+				want := i + 1
+				if i > 0 {
+					want = i
 				}
-				got := r.out
-				if r.err != nil {
-					got = r.failure
+				if int(info.Attempt) != want {
+					t.Errorf("start %d has Temporal attempt %d, want %d", i+1, info.Attempt, want)
 				}
-				if diff := cmp.Diff(c.wantOut, got); diff != "" {
-					t.Errorf("output (-want +got):\n%s", diff)
-				}
-				if c.wantOut.Succeeded != (r.err == nil) {
-					t.Errorf("workflow error %v, want success %v", r.err, c.wantOut.Succeeded)
-				}
-				// Numbered 1, 2, 3…; with the local first attempt, the first
-				// is local and the others are the activity's attempts 1, 2…
-				var wantNumbers []int
-				var wantLocal []bool
-				for i := range r.starts {
-					wantNumbers = append(wantNumbers, i+1)
-					wantLocal = append(wantLocal, k.localFirst() && i == 0)
-				}
-				if diff := cmp.Diff(wantNumbers, r.numbers); diff != "" {
-					t.Errorf("attempt numbers (-want +got):\n%s", diff)
-				}
-				if diff := cmp.Diff(wantLocal, r.local); diff != "" {
-					t.Errorf("local attempts (-want +got):\n%s", diff)
-				}
-				for i, info := range r.infos {
-					want := i + 1
-					if k.localFirst() && i > 0 {
-						want = i
-					}
-					if int(info.Attempt) != want {
-						t.Errorf("start %d has Temporal attempt %d, want %d", i+1, info.Attempt, want)
-					}
-				}
-				if len(r.settles) != 0 {
-					t.Errorf("settle activity called %d times, want none: every attempt recorded its outcome", len(r.settles))
-				}
-			})
-		}
+			}
+			if len(r.settles) != 0 {
+				t.Errorf("settle activity called %d times, want none: every attempt recorded its outcome", len(r.settles))
+			}
+		})
 	}
 }
 
@@ -356,13 +319,11 @@ func TestDeliverySettlesLostAttempt(t *testing.T) {
 		{"the only attempt lost", 1, nil},
 		{"settling fails", 3, temporal.NewApplicationError("database is down", activities.ErrTypeStore)},
 	} {
-		for _, k := range []deliveryKind{current, versionedLocalFirst} {
-			t.Run(c.name+"/"+k.String(), func(t *testing.T) { testSettlesLost(t, k, c.retryMax, c.settleErr) })
-		}
+		t.Run(c.name, func(t *testing.T) { testSettlesLost(t, c.retryMax, c.settleErr) })
 	}
 
 	// Settling failed or not, the delivery fails the same way.
-	in := testInput(3, DefaultRetryPolicy())
+	in := testInput(3, activities.DefaultSchedule())
 	ok := runDeliverySettling(t, in, lostAt(3), nil)
 	bad := runDeliverySettling(t, in, lostAt(3), temporal.NewApplicationError("database is down", activities.ErrTypeStore))
 	if diff := cmp.Diff(ok.failure, bad.failure); diff != "" || ok.err.Error() != bad.err.Error() {
@@ -370,11 +331,11 @@ func TestDeliverySettlesLostAttempt(t *testing.T) {
 	}
 }
 
-// testSettlesLost runs a delivery of kind whose last of retryMax attempts
-// is lost, the settle activity answering settleErr.
-func testSettlesLost(t *testing.T, kind deliveryKind, retryMax int, settleErr error) {
-	in := testInput(retryMax, DefaultRetryPolicy())
-	r := runDeliveryAt(t, in, lostAt(retryMax), settleErr, kind)
+// testSettlesLost runs a delivery whose last of retryMax attempts is lost,
+// the settle activity answering settleErr.
+func testSettlesLost(t *testing.T, retryMax int, settleErr error) {
+	in := testInput(retryMax, activities.DefaultSchedule())
+	r := runDeliverySettling(t, in, lostAt(retryMax), settleErr)
 	if r.err == nil {
 		t.Fatal("delivery succeeded")
 	}
@@ -402,7 +363,7 @@ func testSettlesLost(t *testing.T, kind deliveryKind, retryMax int, settleErr er
 func TestDeliveryNonRetryable(t *testing.T) {
 	for _, typ := range NonRetryableErrorTypes() {
 		t.Run(typ, func(t *testing.T) {
-			r := runDelivery(t, testInput(5, DefaultRetryPolicy()), refusing(typ))
+			r := runDelivery(t, testInput(5, activities.DefaultSchedule()), refusing(typ))
 			if diff := cmp.Diff(seconds(0), r.starts); diff != "" {
 				t.Errorf("attempt start times (-want +got):\n%s", diff)
 			}
@@ -419,13 +380,13 @@ func TestDeliveryNonRetryable(t *testing.T) {
 // TestDeliveryActivityOptions: each attempt may run its whole timeout and
 // still write its row before Temporal gives up on it.
 func TestDeliveryActivityOptions(t *testing.T) {
-	for _, p := range []RetryPolicy{DefaultRetryPolicy(), {AttemptTimeout: 5 * time.Second}, {}} {
+	for _, p := range []activities.Schedule{activities.DefaultSchedule(), {AttemptTimeout: 5 * time.Second}, {}} {
 		in := testInput(5, p)
-		o := activityOptions(in, 1)
-		if lo := localOptions(in); lo.StartToCloseTimeout != o.StartToCloseTimeout || lo.ScheduleToCloseTimeout != 0 {
+		o := activityOptions(in.schedule(), 1)
+		if lo := localOptions(in.schedule()); lo.StartToCloseTimeout != o.StartToCloseTimeout || lo.ScheduleToCloseTimeout != 0 {
 			t.Errorf("policy %+v: local attempt's options %+v, want the activity's timeout, %s", p, lo, o.StartToCloseTimeout)
 		}
-		timeout := p.withDefaults().AttemptTimeout
+		timeout := p.WithDefaults().AttemptTimeout
 		if o.StartToCloseTimeout < timeout+10*time.Second {
 			t.Errorf("policy %+v: StartToCloseTimeout %s leaves less than 10 s beyond the attempt timeout %s for the row", p, o.StartToCloseTimeout, timeout)
 		}
@@ -440,34 +401,51 @@ func TestDeliveryActivityOptions(t *testing.T) {
 		InitialInterval: 60 * time.Second, BackoffCoefficient: 2, MaximumInterval: 960 * time.Second, MaximumAttempts: 7,
 		NonRetryableErrorTypes: []string{activities.ErrTypeBlockedDestination, activities.ErrTypeEndpointGone, activities.ErrTypeEndpointDisabled, activities.ErrTypeEventGone},
 	}
-	if diff := cmp.Diff(want, activityOptions(testInput(7, DefaultRetryPolicy()), 1).RetryPolicy); diff != "" {
+	if diff := cmp.Diff(want, activityOptions(testInput(7, activities.DefaultSchedule()).schedule(), 1).RetryPolicy); diff != "" {
 		t.Errorf("retry policy (-want +got):\n%s", diff)
 	}
 	// After a local first attempt, the policy continues the schedule for
 	// the attempts left: 120, 240, 480, 960, 960 s between attempts 2..7.
 	after := *want
 	after.InitialInterval, after.MaximumAttempts = 120*time.Second, 6
-	if diff := cmp.Diff(&after, activityOptions(testInput(7, DefaultRetryPolicy()), 2).RetryPolicy); diff != "" {
+	if diff := cmp.Diff(&after, activityOptions(testInput(7, activities.DefaultSchedule()).schedule(), 2).RetryPolicy); diff != "" {
 		t.Errorf("retry policy after the local attempt (-want +got):\n%s", diff)
 	}
 	late := *want
 	late.InitialInterval, late.MaximumAttempts = 960*time.Second, 2
-	if diff := cmp.Diff(&late, activityOptions(testInput(7, DefaultRetryPolicy()), 6).RetryPolicy); diff != "" {
+	if diff := cmp.Diff(&late, activityOptions(testInput(7, activities.DefaultSchedule()).schedule(), 6).RetryPolicy); diff != "" {
 		t.Errorf("retry policy from attempt 6 (-want +got):\n%s", diff)
 	}
 	// The local attempt's: no retry of its own, the delivery's schedule.
 	local := *want
 	local.MaximumAttempts = 1
-	if diff := cmp.Diff(&local, localOptions(testInput(7, DefaultRetryPolicy())).RetryPolicy); diff != "" {
+	if diff := cmp.Diff(&local, localOptions(testInput(7, activities.DefaultSchedule()).schedule()).RetryPolicy); diff != "" {
 		t.Errorf("local attempt's retry policy (-want +got):\n%s", diff)
+	}
+	// The activity reads the schedule back from its policy, by Temporal's
+	// attempt number, to place a Retry-After: the same delays and last
+	// attempt as the delivery's, wherever its first attempt stands.
+	for _, s := range []activities.Schedule{testInput(7, activities.DefaultSchedule()).schedule(),
+		testInput(9, activities.Schedule{Initial: 10 * time.Second, MaxInterval: 50 * time.Second}).schedule()} {
+		for first := 1; first <= s.Attempts; first++ {
+			p := activityOptions(s, first).RetryPolicy
+			read := activities.Schedule{Initial: p.InitialInterval, MaxInterval: p.MaximumInterval, Attempts: int(p.MaximumAttempts)}
+			for try := 1; first+try-1 <= s.Attempts; try++ {
+				n := first + try - 1
+				if read.Delay(try) != s.Delay(n) || read.Last(try) != s.Last(n) {
+					t.Errorf("schedule %+v from attempt %d, its try %d: delay %s, last %v; the delivery's attempt %d: %s, %v",
+						s, first, try, read.Delay(try), read.Last(try), n, s.Delay(n), s.Last(n))
+				}
+			}
+		}
 	}
 
 	// What the activity sees.
-	r := runDelivery(t, testInput(5, DefaultRetryPolicy()), succeedingAt(1))
+	r := runDelivery(t, testInput(5, activities.DefaultSchedule()), succeedingAt(1))
 	if len(r.infos) != 1 {
 		t.Fatalf("%d attempts", len(r.infos))
 	}
-	if got, want := r.infos[0].StartToCloseTimeout, DefaultAttemptTimeout+rowMargin; got != want {
+	if got, want := r.infos[0].StartToCloseTimeout, activities.DefaultTimeout+rowMargin; got != want {
 		t.Errorf("activity's StartToCloseTimeout %s, want %s", got, want)
 	}
 	// The workflow's own queue, whatever RECORDHUB_TEMPORAL_TASK_QUEUE is.
@@ -502,7 +480,7 @@ func TestLastAttempt(t *testing.T) {
 		{"no details, stopped otherwise", activityFailure(enumspb.RETRY_STATE_NON_RETRYABLE_FAILURE, noDetails), DeliveryOutput{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if diff := cmp.Diff(c.want, lastAttempt(testInput(7, DefaultRetryPolicy()), c.err)); diff != "" {
+			if diff := cmp.Diff(c.want, lastAttempt(testInput(7, activities.DefaultSchedule()).schedule(), c.err)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

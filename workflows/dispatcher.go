@@ -14,6 +14,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/models"
 )
 
@@ -109,7 +110,7 @@ type Dispatcher struct {
 	Store   Store
 	Starter Starter
 	// Policy is the delivery schedule from the configuration.
-	Policy RetryPolicy
+	Policy activities.Schedule
 	// TaskQueue is where deliveries run (DefaultTaskQueue when empty).
 	TaskQueue string
 	// Owner names this dispatcher in its claims; it must differ between

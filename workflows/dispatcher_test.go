@@ -18,11 +18,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
 
-var testPolicy = RetryPolicy{Initial: 61 * time.Second, MaxInterval: 900 * time.Second, AttemptTimeout: 20 * time.Second}
+var testPolicy = activities.Schedule{Initial: 61 * time.Second, MaxInterval: 900 * time.Second, AttemptTimeout: 20 * time.Second}
 
 func newDispatcher(f *fixture, s Starter) *Dispatcher {
 	return &Dispatcher{Store: f.store, Starter: s, Policy: testPolicy}

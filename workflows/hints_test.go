@@ -60,12 +60,12 @@ func runHinted(t *testing.T, d models.Dialect, retryMax int, handler func(now ti
 	}
 	ev := f.record(t)
 	deliverer, err := activities.NewDeliverer(f.store, activities.Config{
-		Timeout: 5 * time.Second, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Now: env.Now,
+		Schedule: activities.Schedule{AttemptTimeout: 5 * time.Second}, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Now: env.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := deliveryInput(ev, ep, DefaultRetryPolicy(), "")
+	in, err := deliveryInput(ev, ep, activities.DefaultSchedule(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

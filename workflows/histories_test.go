@@ -9,8 +9,9 @@
 //	RECORDHUB_RECORD_HISTORIES=1 go test ./workflows -run TestRecordHistories -count=1 -v
 //
 // The recorder writes only files that do not exist yet: a recorded history
-// stands for executions that may still be running, and stays. After a
-// versioned change, add cases with new file names for the new code path.
+// stands for executions that may still be running, and stays while the
+// release that started them is supported (the rule in register.go). After
+// a versioned change, add cases with new file names for the new code path.
 package workflows
 
 import (
@@ -63,14 +64,6 @@ type historyCase struct {
 	// recovery, when set, makes the case a Recovery workflow's with this
 	// input; its pages are played by recordedPages.
 	recovery *RecoveryInput
-	// before: recorded by an earlier release, as VersionedDeliveryWorkflowName
-	// (before the local first attempt, which made every attempt an
-	// activity attempt, or with it behind workflow.GetVersion), or as a
-	// sequencer whose children had that type. Today's code starts
-	// neither, so the recorder keeps these files and does not run their
-	// cases; they replay as executions started before the upgrade, which
-	// still run.
-	before bool
 	// resync, when set, makes the case a resync with this input.
 	resync *ResyncInput
 	// sequence, when set, makes the case a RecordSequence's, handed these
@@ -88,7 +81,7 @@ const purgedRows = 3
 // historyCases are the recorded deliveries: one per way a delivery ends.
 func historyCases() []historyCase {
 	// Short delays, so that recording the retries takes seconds.
-	quick := RetryPolicy{Initial: time.Second, MaxInterval: 2 * time.Second, AttemptTimeout: 5 * time.Second}
+	quick := activities.Schedule{Initial: time.Second, MaxInterval: 2 * time.Second, AttemptTimeout: 5 * time.Second}
 	in := func(eventID string, retryMax int) DeliveryInput {
 		return DeliveryInput{
 			TenantID: "ten_hist", EventID: eventID, EventType: "record_created", EndpointID: "whe_hist",
@@ -96,49 +89,11 @@ func historyCases() []historyCase {
 		}
 	}
 	// A StartToClose of 16 s: the attempt timeout plus the row margin.
-	lost := in("evt_lost", 2)
-	lost.Policy.AttemptTimeout = time.Second
-	replay := in("evt_replayed", 5)
-	replay.ReplayOf = "whd_replayed"
-	localLost := in("evt_local_lost", 1)
-	localLost.Policy.AttemptTimeout = time.Second
 	whLost := in("evt_wh_lost", 1)
 	whLost.Policy.AttemptTimeout = time.Second
 	whReplay := in("evt_wh_replayed", 5)
 	whReplay.ReplayOf = "whd_wh_replayed"
 	return []historyCase{
-		{
-			file: "delivery_success.json", workflowID: WorkflowID("evt_success", "whe_hist"),
-			in: in("evt_success", 5), attempt: succeedingAt(1),
-			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true}, before: true,
-		},
-		{
-			file: "delivery_retried.json", workflowID: WorkflowID("evt_retried", "whe_hist"),
-			in: in("evt_retried", 5), attempt: succeedingAt(3),
-			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 204, Succeeded: true}, before: true,
-		},
-		{
-			file: "delivery_exhausted.json", workflowID: WorkflowID("evt_exhausted", "whe_hist"),
-			in: in("evt_exhausted", 3), attempt: failing,
-			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 500, Error: "http_status"}, failed: true, before: true,
-		},
-		{
-			file: "delivery_refused.json", workflowID: WorkflowID("evt_refused", "whe_hist"),
-			in: in("evt_refused", 5), attempt: refusing(activities.ErrTypeEndpointGone),
-			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", Error: activities.ErrTypeEndpointGone}, failed: true, before: true,
-		},
-		{
-			file: "delivery_replay.json", workflowID: ReplayWorkflowID("evt_replayed", "whe_hist", 1),
-			in: replay, attempt: succeedingAt(1),
-			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true}, before: true,
-		},
-		{
-			// The server puts attempt 1's failure under attempt 2's timeout,
-			// so the details are attempt 1's (see lastAttempt).
-			file: "delivery_lost.json", workflowID: WorkflowID("evt_lost", "whe_hist"),
-			in: lost, attempt: failing, hangAt: 2, settled: true,
-			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 500, Error: "http_status"}, failed: true, before: true,
-		},
 		{
 			file: "purge.json", workflowID: PurgeScheduleID + "-hist",
 			purge: &PurgeWorkflowOutput{Kinds: []activities.PurgeOutput{
@@ -148,45 +103,7 @@ func historyCases() []historyCase {
 		},
 		{file: "recovery_completed.json", workflowID: RecoveryWorkflowID("whe_hist", 1), recovery: recoveryCase("rcv_done")},
 		{file: "recovery_stopped.json", workflowID: RecoveryWorkflowID("whe_hist", 2), recovery: recoveryCase("rcv_stopped"), failed: true},
-		// With the first attempt as a local activity, behind GetVersion.
-		{
-			file: "delivery_local_success.json", workflowID: WorkflowID("evt_local_success", "whe_hist"),
-			in: in("evt_local_success", 5), attempt: succeedingAt(1),
-			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true}, before: true,
-		},
-		{
-			file: "delivery_local_retried.json", workflowID: WorkflowID("evt_local_retried", "whe_hist"),
-			in: in("evt_local_retried", 5), attempt: succeedingAt(3),
-			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 204, Succeeded: true}, before: true,
-		},
-		{
-			file: "delivery_local_exhausted.json", workflowID: WorkflowID("evt_local_exhausted", "whe_hist"),
-			in: in("evt_local_exhausted", 3), attempt: failing,
-			want: DeliveryOutput{Attempts: 3, DeliveryID: "whd_3", StatusCode: 500, Error: "http_status"}, failed: true, before: true,
-		},
-		{
-			file: "delivery_local_refused.json", workflowID: WorkflowID("evt_local_refused", "whe_hist"),
-			in: in("evt_local_refused", 5), attempt: refusing(activities.ErrTypeEndpointGone),
-			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", Error: activities.ErrTypeEndpointGone}, failed: true, before: true,
-		},
-		{
-			// The only attempt, local, never answers: it times out after
-			// its StartToClose (the attempt timeout plus the row margin),
-			// and the run is settled.
-			file: "delivery_local_lost.json", workflowID: WorkflowID("evt_local_lost", "whe_hist"),
-			in: localLost, attempt: failing, hangAt: 1, settled: true,
-			want: DeliveryOutput{Attempts: 1}, failed: true, before: true,
-		},
-		{
-			// Version 3 before 2, 2 failing for good, 1 signalled twice.
-			file: "record_sequence.json", workflowID: SequenceWorkflowID("whe_hist", "rec_hist"),
-			sequence: []SequencedDelivery{
-				{Delivery: in("evt_seq_1", 1), RecordVersion: 1}, {Delivery: in("evt_seq_3", 1), RecordVersion: 3},
-				{Delivery: in("evt_seq_2", 1), RecordVersion: 2}, {Delivery: in("evt_seq_1", 1), RecordVersion: 1},
-			},
-			before: true,
-		},
-		// As DeliveryWorkflowName: the local first attempt without GetVersion.
+		// As DeliveryWorkflowName: the first attempt a local activity.
 		{
 			file: "webhook_delivery_success.json", workflowID: WorkflowID("evt_wh_success", "whe_hist"),
 			in: in("evt_wh_success", 5), attempt: succeedingAt(1),
@@ -276,7 +193,7 @@ func recoveryCase(id string) *RecoveryInput {
 }
 
 // pinnedWorkflowNames are the names registerWorkflows registers.
-var pinnedWorkflowNames = []string{DeliveryWorkflowName, VersionedDeliveryWorkflowName, PurgeWorkflowName, RecoveryWorkflowName, ResyncWorkflowName, RecordSequenceWorkflowName}
+var pinnedWorkflowNames = []string{DeliveryWorkflowName, PurgeWorkflowName, RecoveryWorkflowName, ResyncWorkflowName, RecordSequenceWorkflowName}
 
 // TestReplayRecordedHistories replays every recorded history with the
 // workflow registered as the worker registers it: a non-deterministic
@@ -352,7 +269,7 @@ func TestRecordHistories(t *testing.T) {
 	for _, hc := range cases {
 		for _, d := range hc.sequence {
 			attempt := succeedingAt(1)
-			if d.Delivery.EventID == "evt_seq_2" || d.Delivery.EventID == "evt_wh_seq_2" {
+			if d.Delivery.EventID == "evt_wh_seq_2" {
 				attempt = failing
 			}
 			byEvent[d.Delivery.EventID] = historyCase{in: d.Delivery, attempt: attempt}
@@ -400,9 +317,6 @@ func TestRecordHistories(t *testing.T) {
 	for _, hc := range cases {
 		t.Run(hc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", hc.file)
-			if hc.before {
-				t.Skipf("kept %s: recorded by an earlier release", path)
-			}
 			var hist *historypb.History
 			switch {
 			case hc.purge != nil:

@@ -22,11 +22,9 @@ import (
 // SQLite store, started as the dispatcher starts them (eager start, 16 at a
 // time), and reports the CPU time of the whole process (server, worker,
 // store, receiver) per delivery: with the first attempt as a local
-// activity (as DeliveryWorkflowName, and as VersionedDeliveryWorkflowName,
-// whose new executions add GetVersion's marker and upsert), and as an
-// activity, as executions started before it run (beforeLocalFirst, their
-// commands for a delivery accepted at once). A comparison, not an
-// assertion:
+// activity (DeliveryWorkflowName), and as an activity
+// (beforeLocalFirst, what the workflow did before the local first attempt
+// for a delivery accepted at once). A comparison, not an assertion:
 //
 //	go test ./workflows -run '^$' -bench DeliveryCPU -benchtime 400x
 func BenchmarkDeliveryCPU(b *testing.B) {
@@ -35,7 +33,6 @@ func BenchmarkDeliveryCPU(b *testing.B) {
 		workflow string
 	}{
 		{"local-first", DeliveryWorkflowName},
-		{"local-first-versioned", VersionedDeliveryWorkflowName},
 		{"activity", "DeliveryBeforeLocalFirst"},
 	} {
 		b.Run(c.name, func(b *testing.B) { benchmarkDeliveryCPU(b, c.workflow) })
@@ -45,9 +42,10 @@ func BenchmarkDeliveryCPU(b *testing.B) {
 // beforeLocalFirst is what Delivery did before the local first attempt,
 // for a delivery accepted at once: the attempt activity, its result.
 func beforeLocalFirst(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, error) {
-	ctx = workflow.WithActivityOptions(ctx, activityOptions(in, 1))
+	s := in.schedule()
+	ctx = workflow.WithActivityOptions(ctx, activityOptions(s, 1))
 	var res activities.AttemptOutput
-	if err := workflow.ExecuteActivity(ctx, AttemptActivityName, attemptInput(in, 1)).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteActivity(ctx, AttemptActivityName, attemptInput(in, s, 1)).Get(ctx, &res); err != nil {
 		return DeliveryOutput{}, err
 	}
 	return succeeded(res), nil
@@ -103,7 +101,7 @@ func benchmarkDeliveryCPU(b *testing.B, workflowName string) {
 	for range 16 {
 		wg.Go(func() {
 			for ev := range jobs {
-				in, err := deliveryInput(&ev, ep, RetryPolicy{}, "")
+				in, err := deliveryInput(&ev, ep, activities.Schedule{}, "")
 				if err != nil {
 					b.Error(err)
 					continue

@@ -103,11 +103,11 @@ func newOrderRig(t *testing.T, c client.Client, d models.Dialect, name string) *
 		t.Fatal(err)
 	}
 	if r.deliv, err = activities.NewDeliverer(r.store, activities.Config{
-		Timeout: 5 * time.Second, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Schedule: activities.Schedule{AttemptTimeout: 5 * time.Second}, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	policy := RetryPolicy{Initial: 50 * time.Millisecond, MaxInterval: 200 * time.Millisecond, AttemptTimeout: 5 * time.Second}
+	policy := activities.Schedule{Initial: 50 * time.Millisecond, MaxInterval: 200 * time.Millisecond, AttemptTimeout: 5 * time.Second}
 	disp := &Dispatcher{Store: r.store, Starter: c, Policy: policy, TaskQueue: r.queue, PollInterval: 50 * time.Millisecond}
 	dctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

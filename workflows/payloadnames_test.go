@@ -31,7 +31,7 @@ var payloadTypes = []struct {
 	want []string
 }{
 	{"DeliveryInput", DeliveryInput{}, []string{"endpoint_id", "event_id", "event_type", "module_id", "policy", "record_id", "replay_of", "retry_max", "tenant_id"}},
-	{"RetryPolicy", RetryPolicy{}, []string{"attempt_timeout", "initial", "max_interval"}},
+	{"Schedule", activities.Schedule{}, []string{"attempt_timeout", "attempts", "initial", "max_interval"}},
 	{"DeliveryOutput", DeliveryOutput{}, []string{"attempts", "delivery_id", "error", "status_code", "succeeded"}},
 	{"PurgeWorkflowInput", PurgeWorkflowInput{}, []string{}},
 	{"PurgeWorkflowOutput", PurgeWorkflowOutput{}, []string{"kinds"}},
@@ -155,11 +155,10 @@ func TestRecordedPayloadNames(t *testing.T) {
 		byName[pt.name] = pt.v
 	}
 	workflowIO := map[string][2]string{
-		DeliveryWorkflowName:          {"DeliveryInput", "DeliveryOutput"},
-		VersionedDeliveryWorkflowName: {"DeliveryInput", "DeliveryOutput"},
-		PurgeWorkflowName:             {"PurgeWorkflowInput", "PurgeWorkflowOutput"},
-		RecoveryWorkflowName:          {"RecoveryInput", "RecoveryOutput"},
-		ResyncWorkflowName:            {"ResyncInput", "ResyncOutput"},
+		DeliveryWorkflowName: {"DeliveryInput", "DeliveryOutput"},
+		PurgeWorkflowName:    {"PurgeWorkflowInput", "PurgeWorkflowOutput"},
+		RecoveryWorkflowName: {"RecoveryInput", "RecoveryOutput"},
+		ResyncWorkflowName:   {"ResyncInput", "ResyncOutput"},
 		// A sequencer returns nothing; its signals are SequencedDelivery.
 		RecordSequenceWorkflowName: {"RecordSequenceInput", ""},
 	}

@@ -89,7 +89,7 @@ type recoveryRig struct {
 	tenantID string
 	module   *models.Module
 	ep       *models.WebhookEndpoint
-	policy   RetryPolicy
+	policy   activities.Schedule
 	deliver  *activities.Deliverer
 	replayer *Replayer
 }
@@ -127,7 +127,7 @@ func newRecoveryRig(tb testing.TB, c client.Client, d models.Dialect) *recoveryR
 		// Unpaced: the tests time the recovery itself (TestBulkPacePerTenant
 		// checks the pace).
 		tb: tb, c: c, store: storetest.NewDB(tb, d).Open(tb, models.Options{BulkRate: -1}), queue: "recovery-" + string(d), rcv: newFlippingReceiver(tb),
-		policy: RetryPolicy{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second},
+		policy: activities.Schedule{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second},
 	}
 	tenant, _, _, err := r.store.CreateTenant(ctx, "acme", "", 600)
 	if err != nil {
@@ -146,7 +146,7 @@ func newRecoveryRig(tb testing.TB, c client.Client, d models.Dialect) *recoveryR
 		tb.Fatal(err)
 	}
 	if r.deliver, err = activities.NewDeliverer(r.store, activities.Config{
-		Timeout: 5 * time.Second, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Schedule: activities.Schedule{AttemptTimeout: 5 * time.Second}, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 	}); err != nil {
 		tb.Fatal(err)
 	}

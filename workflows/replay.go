@@ -25,7 +25,7 @@ type Replayer struct {
 	Starter Starter
 	Store   ReplayStore
 	// Policy is the delivery schedule from the configuration.
-	Policy RetryPolicy
+	Policy activities.Schedule
 	// TaskQueue is where deliveries run (DefaultTaskQueue when empty).
 	TaskQueue string
 }

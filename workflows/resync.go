@@ -141,7 +141,7 @@ const snapshotStartTimeout = 30 * time.Second
 type Snapshots struct {
 	Starter Starter
 	// Policy is the delivery schedule from the configuration.
-	Policy RetryPolicy
+	Policy activities.Schedule
 	// TaskQueue is where deliveries run (DefaultTaskQueue when empty).
 	TaskQueue string
 	// Eager asks for each delivery's first workflow task in its start's

@@ -175,7 +175,7 @@ func TestResyncEndToEnd(t *testing.T) {
 			store := storetest.NewDB(t, d).Open(t, models.Options{BulkRate: -1}) // unpaced: ten thousand at the pace would take minutes
 			c := embeddedTemporal(t)
 			queue := "resync-" + string(d)
-			policy := RetryPolicy{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second}
+			policy := activities.Schedule{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second}
 			tenant, _, _, err := store.CreateTenant(ctx, "acme", "", 600)
 			if err != nil {
 				t.Fatal(err)
@@ -218,7 +218,7 @@ func TestResyncEndToEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			deliver, err := activities.NewDeliverer(store, activities.Config{
-				Timeout: 5 * time.Second, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+				Schedule: activities.Schedule{AttemptTimeout: 5 * time.Second}, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 			})
 			if err != nil {
 				t.Fatal(err)

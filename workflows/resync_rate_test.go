@@ -85,7 +85,7 @@ func TestResyncRate(t *testing.T) {
 	ctx := t.Context()
 	store := storetest.NewDB(t, models.SQLite).Open(t, models.Options{BulkRate: -1}) // unpaced: the resync's own rate
 	queue := "resync-rate"
-	policy := RetryPolicy{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second}
+	policy := activities.Schedule{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second}
 	tenant, _, _, err := store.CreateTenant(ctx, "acme", "", 600)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func TestResyncRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deliver, err := activities.NewDeliverer(store, activities.Config{Timeout: 5 * time.Second, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	deliver, err := activities.NewDeliverer(store, activities.Config{Schedule: activities.Schedule{AttemptTimeout: 5 * time.Second}, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ type RecordSequenceInput struct {
 	Queue      []SequencedDelivery `json:"queue,omitempty"`
 }
 
-// SequencedDelivery is one delivery a sequencer makes: the Delivery
+// SequencedDelivery is one delivery a sequencer makes: the delivery
 // workflow's input and the version of the record its event is about.
 type SequencedDelivery struct {
 	Delivery DeliveryInput `json:"delivery"`
@@ -63,7 +63,7 @@ type SequencedDelivery struct {
 // of the record's versions, for an endpoint whose ordering is "record".
 // The dispatcher hands it each delivery by signal-with-start
 // (SequenceSignalName). It keeps them in a queue sorted by (version,
-// arrival) and runs each as the same Delivery workflow the unordered path
+// arrival) and runs each as the same delivery workflow the unordered path
 // starts, as a child with the same id (WorkflowID), one at a time: the
 // next starts when the previous one closed, delivered or given up. So a
 // failing delivery holds back this record's later ones to this endpoint
@@ -144,17 +144,20 @@ func runSequenced(ctx workflow.Context, d SequencedDelivery) error {
 }
 
 // childTypeVersion is the workflow.GetVersion change id of the sequenced
-// deliveries started as DeliveryWorkflowName. A sequencer run recorded
-// before it starts them as VersionedDeliveryWorkflowName, and replays so.
+// deliveries started as DeliveryWorkflowName. Every sequencer run since
+// the previous release records its marker at version 1; the runs at
+// workflow.DefaultVersion, which started their children under an older
+// workflow type, predate it and are no longer supported (see the rule in
+// register.go).
 const childTypeVersion = "webhook-delivery-child"
 
 // childWorkflowType is the workflow type a sequenced delivery starts as.
-// GetVersion answers once per run: every child of a run has the same type.
+// The version is still asked, though it can only be 1: a new run records
+// its marker, as the previous release's runs did, so that a history of
+// either release replays on the other; asked once per run.
 func childWorkflowType(ctx workflow.Context) string {
-	if workflow.GetVersion(ctx, childTypeVersion, workflow.DefaultVersion, 1) == 1 {
-		return DeliveryWorkflowName
-	}
-	return VersionedDeliveryWorkflowName
+	workflow.GetVersion(ctx, childTypeVersion, 1, 1)
+	return DeliveryWorkflowName
 }
 
 // childOptions are the options of a sequenced delivery: those of

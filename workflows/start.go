@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/models"
 )
 
@@ -20,7 +21,7 @@ type Starter interface {
 var _ Starter = client.Client(nil)
 
 // deliveryInput returns the input that delivers ev to ep.
-func deliveryInput(ev *models.Event, ep *models.WebhookEndpoint, policy RetryPolicy, replayOf string) (DeliveryInput, error) {
+func deliveryInput(ev *models.Event, ep *models.WebhookEndpoint, policy activities.Schedule, replayOf string) (DeliveryInput, error) {
 	if !validID(ev.ID) || !validID(ep.ID) {
 		return DeliveryInput{}, fmt.Errorf("event id %q or endpoint id %q cannot name a workflow", ev.ID, ep.ID)
 	}
@@ -34,7 +35,7 @@ func deliveryInput(ev *models.Event, ep *models.WebhookEndpoint, policy RetryPol
 	}, nil
 }
 
-// startDelivery starts the Delivery workflow id with input in on queue
+// startDelivery starts the delivery workflow id with input in on queue
 // (DefaultTaskQueue when empty), under the trace of the event ev that
 // caused it, and waits startTimeout at most: the one way the dispatcher,
 // replays and recoveries start a delivery. timedOut reports that the
@@ -66,7 +67,7 @@ func startOptions(id, queue string, in DeliveryInput, eager bool) client.StartWo
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		WorkflowTaskTimeout:                      in.Policy.workflowTaskTimeout(),
+		WorkflowTaskTimeout:                      workflowTaskTimeout(in.Policy),
 		EnableEagerStart:                         eager,
 		Priority:                                 temporal.Priority{FairnessKey: in.TenantID},
 		TypedSearchAttributes:                    searchAttributes(in),

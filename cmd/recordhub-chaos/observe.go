@@ -96,8 +96,8 @@ func (s *stack) probe(ctx context.Context, c client.Client, tenants []tenant) (q
 	defer cancel()
 	resp, err := c.CountWorkflow(cctx, &workflowservice.CountWorkflowExecutionsRequest{
 		Namespace: s.temporal.Namespace(),
-		Query: fmt.Sprintf("WorkflowType IN ('%s', '%s') AND TaskQueue = '%s' AND ExecutionStatus = 'Running'",
-			workflows.DeliveryWorkflowName, workflows.VersionedDeliveryWorkflowName, taskQueue),
+		Query: fmt.Sprintf("WorkflowType = '%s' AND TaskQueue = '%s' AND ExecutionStatus = 'Running'",
+			workflows.DeliveryWorkflowName, taskQueue),
 	})
 	if err != nil {
 		return q, fmt.Errorf("count running delivery workflows: %w", err)

@@ -143,7 +143,7 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 		c.BulkRate = -1
 	}
 	durVar(&c.TemporalRetention, "RECORDHUB_TEMPORAL_RETENTION", 720*time.Hour)
-	retry := workflows.DefaultRetryPolicy()
+	retry := activities.DefaultSchedule()
 	durVar(&c.WebhookTimeout, "RECORDHUB_WEBHOOK_TIMEOUT", retry.AttemptTimeout)
 	durVar(&c.WebhookRetryInitial, "RECORDHUB_WEBHOOK_RETRY_INITIAL", retry.Initial)
 	durVar(&c.WebhookRetryMaxInterval, "RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL", retry.MaxInterval)

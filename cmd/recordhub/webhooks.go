@@ -67,7 +67,9 @@ func temporalClientOptions(addr string, cfg Config, log *slog.Logger, tr *tracin
 // writes while Temporal is down (the outbox holds their events), and only
 // replays need Temporal.
 func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg prometheus.Registerer, log *slog.Logger, tr *tracing) (_ *webhooks, err error) {
-	policy := workflows.RetryPolicy{
+	// The delivery schedule, the one value that the workflows carry in
+	// their inputs and the deliverer reads its attempts' timeout from.
+	schedule := activities.Schedule{
 		Initial: cfg.WebhookRetryInitial, MaxInterval: cfg.WebhookRetryMaxInterval, AttemptTimeout: cfg.WebhookTimeout,
 	}
 	wh := &webhooks{}
@@ -95,7 +97,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	if err != nil {
 		return nil, fmt.Errorf("connect to temporal at %s: %w", addr, err)
 	}
-	wh.replayer = &workflows.Replayer{Starter: wh.client, Store: store, Policy: policy, TaskQueue: cfg.TemporalTaskQueue}
+	wh.replayer = &workflows.Replayer{Starter: wh.client, Store: store, Policy: schedule, TaskQueue: cfg.TemporalTaskQueue}
 	wh.recoveries = &workflows.Recoveries{Starter: wh.client, Describer: wh.client, Store: store, TaskQueue: cfg.TemporalTaskQueue}
 	wh.resyncs = &workflows.Resyncs{Starter: wh.client, Describer: wh.client, Store: store, TaskQueue: cfg.TemporalTaskQueue}
 	if !cfg.runsWorker() {
@@ -106,8 +108,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	}
 
 	deliverer, err := activities.NewDeliverer(store, activities.Config{
-		Timeout: cfg.WebhookTimeout, AllowCIDRs: cfg.WebhookAllowCIDRs, Version: appVersion(), Metrics: activities.NewMetrics(reg),
-		RetryInitial: cfg.WebhookRetryInitial, RetryMaxInterval: cfg.WebhookRetryMaxInterval,
+		Schedule: schedule, AllowCIDRs: cfg.WebhookAllowCIDRs, Version: appVersion(), Metrics: activities.NewMetrics(reg),
 		DisableAfter:   cfg.EndpointDisableAfter,
 		TracerProvider: tr.tracerProvider(), Propagator: tr.textPropagator(),
 		Logger: log,
@@ -131,7 +132,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	// as the dispatcher's do (measured: the resync then sends as fast as
 	// live deliveries run; without, at two thirds of that). Starts that
 	// find the worker's slots full fall back to the task queue.
-	snapshots := &workflows.Snapshots{Starter: wh.client, Policy: policy, TaskQueue: cfg.TemporalTaskQueue, Eager: true}
+	snapshots := &workflows.Snapshots{Starter: wh.client, Policy: schedule, TaskQueue: cfg.TemporalTaskQueue, Eager: true}
 	workflows.RegisterResync(wh.worker, activities.NewResyncer(store, snapshots, 0, nil))
 	if err := wh.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start temporal worker: %w", err)
@@ -150,7 +151,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 	// (a listener reconnecting) leaves.
 	store.ListenEvents(log)
 	d := &workflows.Dispatcher{
-		Store: store, Starter: wh.client, Policy: policy, TaskQueue: cfg.TemporalTaskQueue, Log: log, Metrics: workflows.NewMetrics(reg),
+		Store: store, Starter: wh.client, Policy: schedule, TaskQueue: cfg.TemporalTaskQueue, Log: log, Metrics: workflows.NewMetrics(reg),
 		PollInterval: 100 * time.Millisecond,
 	}
 	go func() { defer close(wh.dispatchDone); d.Run(dctx) }()
