@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/recordhub/recordhub/models"
@@ -38,4 +39,31 @@ func TestSecretAnswersAreNotStored(t *testing.T) {
 			t.Errorf("%s %s: Cache-Control %q, want no-store", c.method, c.path, got)
 		}
 	}
+}
+
+// TestKeyWithoutBearer: a key sent without the Bearer scheme, the usual
+// first mistake, is refused with how to send it, and the answer never
+// repeats the header.
+func TestKeyWithoutBearer(t *testing.T) {
+	e := newEnv(t, models.SQLite)
+	const how = `send the key as "Authorization: Bearer <key>"`
+	for _, c := range []struct{ name, header string }{
+		{"bare key", e.admin},
+		{"token scheme", "Token " + e.admin},
+		{"bearer without key", "Bearer "},
+		{"no header", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.on(t).call("GET", "/api/modules", "", nil, "Authorization", c.header)
+			wantUnauthorized(t, r, "unauthorized")
+			if msg, _ := r.json()["message"].(string); !strings.HasSuffix(msg, how) {
+				t.Errorf("message %q, want it to end with %q", msg, how)
+			}
+			if strings.Contains(string(r.body), e.admin) {
+				t.Errorf("the answer repeats the key: %s", r.body)
+			}
+		})
+	}
+	// The same key as a bearer token passes.
+	e.call("GET", "/api/modules", e.admin, nil).want(200)
 }
