@@ -179,15 +179,18 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 
 	// Every list, and every route that takes query parameters, refuses
 	// those it does not take (takes); other routes ignore a query.
-	authed := r.Group("/api", s.authenticate, s.rateLimit, s.checkParams, s.checkPathIDs)
+	authed := r.Group("/api", s.authenticate, s.rateLimit, s.checkParams)
 	authed.GET("/modules", s.takes(), s.listModules)
-	authed.GET("/modules/:id/records", s.takes("page", "limit", "sort", "filter[]"), s.listRecords)
-	authed.POST("/modules/:id/records", s.createRecord)
-	authed.GET("/modules/:id/records/:recordId", s.getRecord)
-	authed.PATCH("/modules/:id/records/:recordId", s.updateRecord)
-	authed.DELETE("/modules/:id/records/:recordId", s.deleteRecord)
+	// Path ids are checked once the key may call the route at all: a
+	// non-admin key is refused the admin API whatever its path holds.
+	records := authed.Group("/modules/:id/records", s.checkPathIDs)
+	records.GET("", s.takes("page", "limit", "sort", "filter[]"), s.listRecords)
+	records.POST("", s.createRecord)
+	records.GET("/:recordId", s.getRecord)
+	records.PATCH("/:recordId", s.updateRecord)
+	records.DELETE("/:recordId", s.deleteRecord)
 
-	admin := authed.Group("/admin", s.requireAdmin)
+	admin := authed.Group("/admin", s.requireAdmin, s.checkPathIDs)
 	// Routes whose answers hold a credential go through noStore.
 	heavy, heavyStats := s.heavyRead(nil), s.heavyRead(asksStats)
 	admin.POST("/modules", s.adminCreateModule)
