@@ -33,6 +33,7 @@ func TestSecretAnswersAreNotStored(t *testing.T) {
 		{"POST", inbound + "/rotate-token", nil, 200},
 		// A refused call on such a route is not kept either.
 		{"GET", admin + "webhook-endpoints/whe_missing/secret", nil, 404},
+		{"GET", admin + "webhook-endpoints/missing/headers", nil, 404},
 	} {
 		r := e.call(c.method, c.path, e.admin, c.body).want(c.status)
 		if got := r.header.Get("Cache-Control"); got != "no-store" {

@@ -54,6 +54,9 @@ func (s *Server) checkPathIDs(c *gin.Context) {
 		if echoable(v) {
 			shown = "id " + strconv.Quote(v)
 		}
+		// Answered before the route's own handlers run, noStore among
+		// them: such a refusal is not kept either.
+		c.Header("Cache-Control", "no-store")
 		failCode(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("no %s with %s; %s", kind.noun, shown, kind.hint))
 		return
 	}
