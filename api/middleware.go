@@ -236,9 +236,16 @@ func (s *Server) recover(c *gin.Context) {
 // authenticate resolves the bearer key. Expired and revoked keys are still
 // attributed to their tenant in the access log.
 func (s *Server) authenticate(c *gin.Context) {
-	secret, ok := bearer(c.GetHeader("Authorization"))
+	h := c.GetHeader("Authorization")
+	secret, ok := bearer(h)
 	if !ok {
-		s.fail(c, models.ErrUnauthorized)
+		// How to send it, without repeating what was sent: it may be the
+		// key itself.
+		if h == "" {
+			s.fail(c, errNoAuthorization)
+		} else {
+			s.fail(c, errNotBearer)
+		}
 		return
 	}
 	k, err := s.store.Authenticate(c.Request.Context(), secret)
@@ -253,6 +260,14 @@ func (s *Server) authenticate(c *gin.Context) {
 	cl.key = k
 	c.Next()
 }
+
+// Answers to a call without a usable Authorization header: the hint is
+// the one thing a newcomer needs (curl -H "Authorization: rh_…" is the
+// usual first mistake).
+var (
+	errNoAuthorization = &models.Error{Kind: models.KindUnauthorized, Message: `an API key is required; send the key as "Authorization: Bearer <key>"`}
+	errNotBearer       = &models.Error{Kind: models.KindUnauthorized, Message: `the Authorization header is not a bearer token; send the key as "Authorization: Bearer <key>"`}
+)
 
 func bearer(h string) (string, bool) {
 	scheme, token, ok := strings.Cut(h, " ")

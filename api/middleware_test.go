@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/recordhub/recordhub/models"
@@ -32,10 +33,38 @@ func TestSecretAnswersAreNotStored(t *testing.T) {
 		{"POST", inbound + "/rotate-token", nil, 200},
 		// A refused call on such a route is not kept either.
 		{"GET", admin + "webhook-endpoints/whe_missing/secret", nil, 404},
+		{"GET", admin + "webhook-endpoints/missing/headers", nil, 404},
 	} {
 		r := e.call(c.method, c.path, e.admin, c.body).want(c.status)
 		if got := r.header.Get("Cache-Control"); got != "no-store" {
 			t.Errorf("%s %s: Cache-Control %q, want no-store", c.method, c.path, got)
 		}
 	}
+}
+
+// TestKeyWithoutBearer: a key sent without the Bearer scheme, the usual
+// first mistake, is refused with how to send it, and the answer never
+// repeats the header.
+func TestKeyWithoutBearer(t *testing.T) {
+	e := newEnv(t, models.SQLite)
+	const how = `send the key as "Authorization: Bearer <key>"`
+	for _, c := range []struct{ name, header string }{
+		{"bare key", e.admin},
+		{"token scheme", "Token " + e.admin},
+		{"bearer without key", "Bearer "},
+		{"no header", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.on(t).call("GET", "/api/modules", "", nil, "Authorization", c.header)
+			wantUnauthorized(t, r, "unauthorized")
+			if msg, _ := r.json()["message"].(string); !strings.HasSuffix(msg, how) {
+				t.Errorf("message %q, want it to end with %q", msg, how)
+			}
+			if strings.Contains(string(r.body), e.admin) {
+				t.Errorf("the answer repeats the key: %s", r.body)
+			}
+		})
+	}
+	// The same key as a bearer token passes.
+	e.call("GET", "/api/modules", e.admin, nil).want(200)
 }

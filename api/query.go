@@ -1,8 +1,11 @@
 package api
 
 import (
+	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -93,4 +96,87 @@ func filterValue(f models.Field, raw string) (any, error) {
 		return nil, invalid("%s", err.Error())
 	}
 	return v, nil
+}
+
+// takes refuses, 400 invalid_request, a query parameter the route does not
+// take, naming the unknown ones (unknown) and those the route takes
+// (allowed): a misspelt or guessed parameter (since on the access logs, or
+// page on a list that has no pages) would otherwise be ignored and answer
+// rows the caller did not select. A name ending in "[]" takes its bracket
+// form: "filter[]" takes filter[status], not filter.
+func (s *Server) takes(names ...string) gin.HandlerFunc {
+	allowed := make([]string, len(names))
+	for i, n := range names {
+		if base, ok := strings.CutSuffix(n, "[]"); ok {
+			n = base + "[<field>]"
+		}
+		allowed[i] = n
+	}
+	return func(c *gin.Context) {
+		if c.Request.URL.RawQuery == "" {
+			c.Next()
+			return
+		}
+		var unknown []string
+		for p := range c.Request.URL.Query() {
+			if !takesParam(names, p) {
+				unknown = append(unknown, p)
+			}
+		}
+		if len(unknown) == 0 {
+			c.Next()
+			return
+		}
+		slices.Sort(unknown)
+		c.AbortWithStatusJSON(http.StatusBadRequest, unknownQueryBody{
+			errorBody: errorBody{Error: string(models.KindInvalid), Message: unknownQueryMessage(unknown, allowed), RequestID: requestID(c)},
+			Unknown:   unknown,
+			Allowed:   allowed,
+		})
+	}
+}
+
+// takesParam reports whether a route that takes names takes parameter p.
+func takesParam(names []string, p string) bool {
+	for _, n := range names {
+		if base, ok := strings.CutSuffix(n, "[]"); ok {
+			if rest, ok := strings.CutPrefix(p, base+"["); ok && strings.HasSuffix(rest, "]") {
+				return true
+			}
+			continue
+		}
+		if p == n {
+			return true
+		}
+	}
+	return false
+}
+
+func unknownQueryMessage(unknown, allowed []string) string {
+	quoted := make([]string, len(unknown))
+	for i, u := range unknown {
+		quoted[i] = strconv.Quote(shortened(u))
+	}
+	var b strings.Builder
+	b.WriteString("unknown query parameter")
+	if len(unknown) > 1 {
+		b.WriteString("s")
+	}
+	b.WriteString(" " + strings.Join(quoted, ", ") + "; ")
+	if len(allowed) == 0 {
+		b.WriteString("this route takes no query parameters")
+	} else {
+		b.WriteString("this route takes: " + strings.Join(allowed, ", "))
+	}
+	return b.String()
+}
+
+// shortened cuts what a caller sent to 64 characters before an error
+// message quotes it.
+func shortened(s string) string {
+	const maxQuoted = 64
+	if cut := firstChars(s, maxQuoted); cut != s {
+		return cut + "…"
+	}
+	return s
 }

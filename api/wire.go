@@ -44,6 +44,15 @@ type errorBody struct {
 	RetryAfter int                 `json:"retry_after,omitempty"`
 }
 
+// unknownQueryBody refuses a query parameter the route does not take:
+// those it got that it does not take, and those it takes (empty when it
+// takes none).
+type unknownQueryBody struct {
+	errorBody
+	Unknown []string `json:"unknown"`
+	Allowed []string `json:"allowed"`
+}
+
 // deletedJSON answers a delete.
 type deletedJSON struct {
 	Deleted bool   `json:"deleted"`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"os"
@@ -33,11 +34,34 @@ var (
 	defaultedVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*):?-`)
 	// urlPassword is the password of a URL's user info.
 	urlPassword = regexp.MustCompile(`://[^/@:]*:([^@]*)@`)
+	// innermostDefault is a reference with a fallback that holds no other.
+	innermostDefault = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*:?-([^${}]*)\}`)
 )
 
+// portSettings are the variables that move the published ports, each
+// service's, and their defaults: a port taken on the machine must not
+// mean editing the file.
+var portSettings = map[string]string{
+	"api":         "${RECORDHUB_PORT:-8080}",
+	"temporal-ui": "${RECORDHUB_TEMPORAL_UI_PORT:-8233}",
+}
+
+// withDefaults is s as compose reads it when no variable with a fallback
+// is set: each ${NAME:-x} replaced by x, innermost first.
+func withDefaults(s string) string {
+	for {
+		next := innermostDefault.ReplaceAllString(s, "$1")
+		if next == s {
+			return s
+		}
+		s = next
+	}
+}
+
 // TestComposeFile checks docker-compose.yml: every published port
-// binds 127.0.0.1 only, no environment value holds a literal secret or a
-// default for one, and each build points at a Dockerfile that exists.
+// binds 127.0.0.1 only and is a variable with a default (portSettings),
+// no environment value holds a literal secret or a default for one, and
+// each build points at a Dockerfile that exists.
 func TestComposeFile(t *testing.T) {
 	root := filepath.Join("..", "..")
 	data, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
@@ -61,6 +85,12 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("service %s: network_mode host publishes every port it listens on", name)
 		}
 		for _, p := range svc.Ports {
+			if raw, ok := p.(string); ok {
+				if setting := portSettings[name]; setting == "" || !strings.Contains(raw, ":"+setting+":") {
+					t.Errorf("service %s publishes %q, want its host port as %s", name, raw, cmp.Or(setting, "a variable listed in portSettings"))
+				}
+				p = withDefaults(raw)
+			}
 			hostIP, port, err := publishedPort(p)
 			if err != nil {
 				t.Errorf("service %s: %v", name, err)
@@ -78,6 +108,9 @@ func TestComposeFile(t *testing.T) {
 		}
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			v := env[k]
+			if strings.Count(v, "${") != strings.Count(v, "}") {
+				t.Errorf("service %s: %s = %q has unbalanced ${…}", name, k, v)
+			}
 			if secretName.MatchString(k) && !requiredVar.MatchString(v) {
 				t.Errorf("service %s: %s = %q, want a ${VAR:?message} reference, not a literal or default", name, k, v)
 				continue
@@ -105,6 +138,16 @@ func TestComposeFile(t *testing.T) {
 		if !slices.Contains(published, want) {
 			t.Errorf("published ports %v, want %s among them", published, want)
 		}
+	}
+	// What follows the ports: the Web UI's allowed origins and the
+	// default public URL name the same variables.
+	uiEnv, _ := environment(file.Services["temporal-ui"].Environment)
+	if got := uiEnv["TEMPORAL_CORS_ORIGINS"]; strings.Count(got, portSettings["temporal-ui"]) != 2 {
+		t.Errorf("temporal-ui TEMPORAL_CORS_ORIGINS = %q, want both origins on %s", got, portSettings["temporal-ui"])
+	}
+	apiEnv, _ := environment(file.Services["api"].Environment)
+	if got, want := apiEnv["RECORDHUB_PUBLIC_URL"], "${RECORDHUB_PUBLIC_URL:-http://localhost:"+portSettings["api"]+"}"; got != want {
+		t.Errorf("api RECORDHUB_PUBLIC_URL = %q, want %q", got, want)
 	}
 	if _, err := os.Stat(filepath.Join(root, "Dockerfile")); err == nil {
 		t.Error("a Dockerfile at the repository's top level, which holds only the fixed set of top-level names; it lives in cmd/recordhub")

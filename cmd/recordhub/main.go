@@ -54,13 +54,22 @@ from environment variables; the README lists them.
 var errHelpShown = errors.New("help shown")
 
 func main() {
+	os.Exit(mainStatus(os.Args[1:]))
+}
+
+// mainStatus runs a command line as the process and returns its exit
+// status. SIGINT and SIGTERM ask for a graceful stop, and a stop that went
+// well is a success (0): Ctrl-C is how a developer ends "recordhub serve",
+// and an orchestrator's SIGTERM how it replaces a replica.
+func mainStatus(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := runCommand(ctx, os.Args[1:], os.LookupEnv, os.Stdin, os.Stdout, os.Stderr)
+	err := runCommand(ctx, args, os.LookupEnv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "recordhub:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // runCommand dispatches a command line; it is main without the process.

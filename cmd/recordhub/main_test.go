@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -463,4 +464,46 @@ func jsonCall(t *testing.T, method, url, key string, body any) map[string]any {
 		t.Fatalf("%s %s: %d %v", method, url, st, m)
 	}
 	return m
+}
+
+// TestInterruptExitsZero runs "recordhub serve" as a process, through
+// main's own signal handling, and interrupts it as Ctrl-C does: it shuts
+// down and exits 0.
+func TestInterruptExitsZero(t *testing.T) {
+	skipShort(t)
+	cfg := testConfig(t, models.SQLite)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "RECORDHUB_E2E_MAIN_ARGS=serve",
+		"RECORDHUB_HTTP_ADDR="+addr, "RECORDHUB_DATA_DIR="+cfg.DataDir,
+		fmt.Sprintf("RECORDHUB_TEMPORAL_PORT=%d", cfg.TemporalPort), "RECORDHUB_TEMPORAL_UI_ADDR=")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	storetest.Eventually(t, 120*time.Second, "the service to answer /readyz", func() bool {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); err != nil || code != 0 {
+		t.Fatalf("exit status %d (%v) after SIGINT, want 0; output:\n%s", code, err, out.String())
+	}
+	if !strings.Contains(out.String(), `"msg":"stopped"`) {
+		t.Errorf("no graceful shutdown in the output:\n%s", out.String())
+	}
 }

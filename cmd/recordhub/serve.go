@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -151,9 +152,9 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	ln, err := listenHTTP(cfg.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+		return err
 	}
 	// The first tenant is made last, once nothing of the start can fail: a
 	// start that failed after printing a generated admin key would have
@@ -191,6 +192,20 @@ func run(ctx context.Context, cfg Config, env Env) error {
 	}
 	log.Info("stopped")
 	return errors.Join(errs...)
+}
+
+// listenHTTP listens on the API's address; its errors name the setting, as
+// the embedded Temporal server's do, since a taken port (another recordhub
+// still running, most often) is the usual first failure.
+func listenHTTP(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("RECORDHUB_HTTP_ADDR %s is in use; set another address", addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("RECORDHUB_HTTP_ADDR %s: %w", addr, err)
+	}
+	return ln, nil
 }
 
 // bootstrapTenant creates tenant "default" when no tenant exists: with

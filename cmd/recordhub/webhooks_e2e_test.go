@@ -364,8 +364,13 @@ func (c *child) kill(t *testing.T) {
 }
 
 // TestMain turns this test binary into the service when it is started as
-// a child by startChild.
+// a child by startChild, or into the command (main) when
+// RECORDHUB_E2E_MAIN_ARGS holds a command line.
 func TestMain(m *testing.M) {
+	if args := os.Getenv("RECORDHUB_E2E_MAIN_ARGS"); args != "" {
+		// The command line as the process runs it, signals included.
+		os.Exit(mainStatus(strings.Fields(args)))
+	}
 	if os.Getenv("RECORDHUB_E2E_CHILD") != "1" {
 		os.Exit(m.Run())
 	}

@@ -21,7 +21,7 @@ async function modulesPanel(ctx) {
     h('p', { class: 'muted' }, 'Pick a module to see the calls its inbound webhook received.'), body);
   let res;
   try {
-    res = await request('GET', '/api/admin/modules?limit=100');
+    res = await request('GET', '/api/admin/modules');
   } catch (err) {
     if (ctx.alive()) replace(body, errorBox(err));
     return;
