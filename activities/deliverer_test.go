@@ -2,17 +2,12 @@ package activities
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -24,7 +19,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -33,173 +27,6 @@ import (
 )
 
 // loopback is the test receivers' network: exempted only in tests.
-var loopback = prefixes("127.0.0.0/8", "::1/128")
-
-// testNow is the Deliverer's clock in tests: timestamps can be compared.
-var testNow = time.Unix(1_700_000_000, 0).UTC()
-
-func fixedNow() time.Time { return testNow }
-
-// fixture is a tenant with a module, an endpoint and one event to deliver.
-type fixture struct {
-	store    *models.Store
-	tenantID string
-	endpoint *models.WebhookEndpoint
-	secret   string
-	event    models.Event
-}
-
-func newFixture(t *testing.T, s *models.Store, endpointURL string) *fixture {
-	t.Helper()
-	ctx := t.Context()
-	tenant, _, _, err := s.CreateTenant(ctx, "acme", "", 600)
-	if err != nil {
-		t.Fatalf("create tenant: %v", err)
-	}
-	m, err := s.CreateModule(ctx, tenant.ID, models.ModuleInput{
-		Slug: ptr("contacts"), Name: ptr("Contacts"),
-		Fields: &[]models.Field{{Name: "name", Type: models.TypeString, Required: true}},
-	})
-	if err != nil {
-		t.Fatalf("create module: %v", err)
-	}
-	// The URL is checked by the tests themselves; the store takes any.
-	ep, secret, err := s.CreateEndpoint(ctx, tenant.ID, models.EndpointInput{
-		URL: &endpointURL, Events: &[]string{models.EventRecordCreated},
-	}, func(context.Context, string) error { return nil })
-	if err != nil {
-		t.Fatalf("create endpoint: %v", err)
-	}
-	// Non-ASCII and HTML-ish text: the body must arrive byte for byte.
-	if _, err := s.CreateRecord(ctx, m, map[string]any{"name": "Ada Lovelace — «engine» <&>"}, map[string]any{"note": "héllo"}); err != nil {
-		t.Fatalf("create record: %v", err)
-	}
-	events, err := s.PendingEvents(ctx, 10)
-	if err != nil {
-		t.Fatalf("pending events: %v", err)
-	}
-	if len(events) != 1 {
-		t.Fatalf("got %d pending events, want 1", len(events))
-	}
-	return &fixture{store: s, tenantID: tenant.ID, endpoint: ep, secret: secret, event: events[0]}
-}
-
-func (f *fixture) input() AttemptInput {
-	return AttemptInput{TenantID: f.tenantID, EventID: f.event.ID, EndpointID: f.endpoint.ID}
-}
-
-// rows returns the tenant's delivery rows, oldest first.
-func (f *fixture) rows(t *testing.T) []models.WebhookDelivery {
-	t.Helper()
-	rows, _, err := f.store.ListDeliveries(t.Context(), f.tenantID, models.DeliveryQuery{Page: models.Page{Page: 1, Limit: 100}})
-	if err != nil {
-		t.Fatalf("list deliveries: %v", err)
-	}
-	for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
-		rows[i], rows[j] = rows[j], rows[i]
-	}
-	return rows
-}
-
-// onlyRow returns the one delivery row the test expects.
-func (f *fixture) onlyRow(t *testing.T) models.WebhookDelivery {
-	t.Helper()
-	rows := f.rows(t)
-	if len(rows) != 1 {
-		t.Fatalf("got %d delivery rows, want exactly 1: %+v", len(rows), rows)
-	}
-	return rows[0]
-}
-
-func newDeliverer(t *testing.T, s Store, cfg Config) *Deliverer {
-	t.Helper()
-	if cfg.Now == nil {
-		cfg.Now = fixedNow
-	}
-	if cfg.Version == "" {
-		cfg.Version = "1.2.3"
-	}
-	d, err := NewDeliverer(s, cfg)
-	if err != nil {
-		t.Fatalf("NewDeliverer: %v", err)
-	}
-	t.Cleanup(d.transport.CloseIdleConnections)
-	return d
-}
-
-// receiver is a webhook receiver that keeps what it was sent.
-type receiver struct {
-	*httptest.Server
-	mu  sync.Mutex
-	got []received
-}
-
-type received struct {
-	header http.Header
-	host   string
-	body   []byte
-}
-
-// newReceiver starts a receiver; handle answers after the request was kept.
-func newReceiver(t *testing.T, handle http.HandlerFunc) *receiver {
-	t.Helper()
-	r := &receiver{}
-	r.Server = httptest.NewServer(r.wrap(handle))
-	t.Cleanup(r.Close)
-	return r
-}
-
-func newTLSReceiver(t *testing.T, handle http.HandlerFunc) *receiver {
-	t.Helper()
-	r := &receiver{}
-	r.Server = httptest.NewUnstartedServer(r.wrap(handle))
-	r.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are expected
-	r.StartTLS()
-	t.Cleanup(r.Close)
-	return r
-}
-
-func (r *receiver) wrap(handle http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, req *http.Request) {
-		body, err := io.ReadAll(req.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.mu.Lock()
-		r.got = append(r.got, received{header: req.Header.Clone(), host: req.Host, body: body})
-		r.mu.Unlock()
-		if handle != nil {
-			handle(w, req)
-		}
-	}
-}
-
-func (r *receiver) requests() []received {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]received(nil), r.got...)
-}
-
-// verifyHex checks X-Webhook-Signature as a receiver does: recompute over
-// the raw body, compare in constant time.
-func verifyHex(header string, body []byte, secret string) bool {
-	got, ok := strings.CutPrefix(header, "sha256=")
-	if !ok {
-		return false
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return hmac.Equal([]byte(got), []byte(hex.EncodeToString(mac.Sum(nil))))
-}
-
-// verifyStandard checks the Standard Webhooks signature as a receiver does,
-// with the Go library given the secret as recordhub answers it; the
-// timestamp is not checked, the tests' clock being fixed in the past.
-func verifyStandard(h http.Header, body []byte, secret string) bool {
-	wh, err := standardwebhooks.NewWebhook(secret)
-	return err == nil && wh.VerifyIgnoringTimestamp(body, h) == nil
-}
 
 func TestAttemptDelivers(t *testing.T) {
 	for _, dialect := range storetest.Dialects {

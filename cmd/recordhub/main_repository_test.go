@@ -130,3 +130,53 @@ func repoFiles(t *testing.T, root string) []string {
 	}
 	return names
 }
+
+// sharedTestFiles are the test files a package may have that test no one
+// source file: its test helpers (one file a package) and export_test.go,
+// which opens unexported names to the package's external tests.
+var sharedTestFiles = map[string]bool{"helpers_test.go": true, "export_test.go": true}
+
+// TestTestFilesNamedAfterSources fails, naming the file, where a test file
+// is not named after the source file it tests: foo_test.go, or
+// foo_topic_test.go for one part of foo.go, beside a foo.go. A reader
+// looking for the tests of foo.go then finds them by name.
+func TestTestFilesNamedAfterSources(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	sources := map[string][]string{} // directory → base names of its non-test Go files
+	var tests []string
+	for _, name := range repoFiles(t, root) {
+		if _, err := os.Stat(filepath.Join(root, name)); err != nil || !strings.HasSuffix(name, ".go") {
+			continue
+		}
+		dir, base := filepath.Split(name)
+		if strings.Contains(dir, "node_modules") {
+			continue
+		}
+		if strings.HasSuffix(base, "_test.go") {
+			tests = append(tests, name)
+			continue
+		}
+		sources[dir] = append(sources[dir], strings.TrimSuffix(base, ".go"))
+	}
+	if len(tests) < 10 {
+		t.Fatalf("found %d test files under %s, want the repository's", len(tests), root)
+	}
+	for _, name := range tests {
+		dir, base := filepath.Split(name)
+		if sharedTestFiles[base] {
+			continue
+		}
+		stem := strings.TrimSuffix(base, "_test.go")
+		found := false
+		for _, src := range sources[dir] {
+			if stem == src || strings.HasPrefix(stem, src+"_") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("%s is named after no source file of its package: name it foo_test.go or foo_topic_test.go after the foo.go it tests, or put helpers in helpers_test.go", name)
+		}
+	}
+}
