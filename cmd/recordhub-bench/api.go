@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 	"github.com/recordhub/recordhub/models"
 )
 
@@ -149,7 +150,7 @@ func (b *bench) startDatabase(ctx context.Context, bin, db string) (st *dbStack,
 		"RECORDHUB_DATA_DIR":            dataDir,
 		"RECORDHUB_BOOTSTRAP_ADMIN_KEY": st.adminKey,
 		// The bench opens the service's database with the same key.
-		"RECORDHUB_SECRET_KEY": newSecretKey(),
+		"RECORDHUB_SECRET_KEY": harness.NewSecretKey(),
 		"DATABASE_URL":         "",
 	}
 	if db == "postgres" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net/url"
@@ -120,13 +119,6 @@ func pingRedis(ctx context.Context, rawURL string) error {
 		return fmt.Errorf("redis at %s does not answer: %w", redact(rawURL), err)
 	}
 	return nil
-}
-
-// newSecretKey is a RECORDHUB_SECRET_KEY: 32 random bytes, base64.
-func newSecretKey() string {
-	k := make([]byte, 32)
-	_, _ = rand.Read(k)
-	return base64.StdEncoding.EncodeToString(k)
 }
 
 func randomHex(n int) string {

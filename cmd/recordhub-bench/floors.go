@@ -121,7 +121,7 @@ func (b *bench) runFloor(ctx context.Context, tag, addr, namespace string, n, co
 	if err != nil {
 		return t, err
 	}
-	defer rcv.srv.Close()
+	defer rcv.Close()
 	self, err := os.Executable()
 	if err != nil {
 		return t, err
@@ -130,7 +130,7 @@ func (b *bench) runFloor(ctx context.Context, tag, addr, namespace string, n, co
 	fctx, cancel := context.WithTimeout(ctx, time.Minute+time.Duration(n)*200*time.Millisecond)
 	defer cancel()
 	cmd := exec.CommandContext(fctx, self, "temporal-baseline", "-addr", addr, "-namespace", namespace,
-		"-url", rcv.url("/baseline"), "-n", strconv.Itoa(n), "-c", strconv.Itoa(conc), "-local="+strconv.FormatBool(local),
+		"-url", rcv.URL("/baseline"), "-n", strconv.Itoa(n), "-c", strconv.Itoa(conc), "-local="+strconv.FormatBool(local),
 		"-search-attributes="+strconv.FormatBool(sa))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -45,6 +45,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 )
 
 func main() {
@@ -77,7 +79,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 && !o.production && !o.noisy {
 		return 1, errors.New(heyInstallHint)
 	}
-	root, err := moduleRoot(ctx)
+	root, err := harness.ModuleRoot(ctx, "run the bench inside the recordhub module")
 	if err != nil {
 		return 1, err
 	}

@@ -12,6 +12,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/recordhub/recordhub/api/client"
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 )
 
 // The noisy-neighbour mode's loads: what tenant A does in each scenario.
@@ -223,16 +226,16 @@ func (st *noisyStage) receiverA(hold time.Duration) (*receiver, error) {
 
 // subscribeA subscribes a new receiver of A's to record_created on A's
 // write module, with extra settings.
-func (st *noisyStage) subscribeA(ctx context.Context, hold time.Duration, extra map[string]any) (string, error) {
+func (st *noisyStage) subscribeA(ctx context.Context, hold time.Duration, set func(*client.EndpointInput)) (string, error) {
 	r, err := st.receiverA(hold)
 	if err != nil {
 		return "", err
 	}
-	body := map[string]any{"url": r.url("/hook"), "events": []string{"record_created"}, "module_ids": []string{st.a.writeModule}}
-	for k, v := range extra {
-		body[k] = v
+	in := client.EndpointInput{URL: r.URL("/hook"), Events: []string{"record_created"}, ModuleIDs: []string{st.a.writeModule}}
+	if set != nil {
+		set(&in)
 	}
-	return subscribe(ctx, st.svc.api, st.svc.adminKey, body)
+	return subscribe(ctx, st.svc.api, st.svc.adminKey, in)
 }
 
 // paceA creates n records of A's spread over B's window, the first at
@@ -255,13 +258,13 @@ func (st *noisyStage) paceA(ctx context.Context, n int) func() error {
 // then the service, then B's receiver.
 func (st *noisyStage) close() {
 	for _, r := range st.aRcvs {
-		r.srv.Close()
+		r.Close()
 	}
 	if st.svc != nil {
 		st.svc.stop()
 	}
 	if st.b.rcv != nil {
-		st.b.rcv.srv.Close()
+		st.b.rcv.Close()
 	}
 }
 
@@ -277,9 +280,9 @@ func loadFanout(ctx context.Context, st *noisyStage) (func() error, error) {
 // loadFilters subscribes A's endpoints with a filter on the title as large
 // as the service takes, which no record's title matches.
 func loadFilters(ctx context.Context, st *noisyStage) (func() error, error) {
-	filter := func(i, size int) map[string]any {
+	filter := func(i, size int) func(*client.EndpointInput) {
 		v := fmt.Sprintf("%03d", i) + strings.Repeat("x", max(size-3, 0))
-		return map[string]any{"filter": map[string]any{"title": v}}
+		return func(in *client.EndpointInput) { in.Filter = map[string]any{"title": v} }
 	}
 	size, err := largestAccepted(noisyFilterSize, noisyFilterFloor, func(size int) error {
 		_, err := st.subscribeA(ctx, 0, filter(0, size))
@@ -307,8 +310,8 @@ func largestAccepted(size, floor int, try func(size int) error) (int, error) {
 		if err == nil {
 			return size, nil
 		}
-		var se *statusError
-		if !errors.As(err, &se) || (se.code != http.StatusRequestEntityTooLarge && se.code != http.StatusUnprocessableEntity) || size/2 < floor {
+		var se *client.Error
+		if !errors.As(err, &se) || (se.Status != http.StatusRequestEntityTooLarge && se.Status != http.StatusUnprocessableEntity) || size/2 < floor {
 			return 0, err
 		}
 		size /= 2
@@ -342,15 +345,12 @@ func loadResync(ctx context.Context, st *noisyStage) (func() error, error) {
 		return nil, fmt.Errorf("tenant A's records: %w", err)
 	}
 	seeded := time.Since(start)
-	id, err := st.subscribeA(ctx, 0, map[string]any{"events": []string{"record_created", "record_snapshot"}})
+	id, err := st.subscribeA(ctx, 0, func(in *client.EndpointInput) { in.Events = []string{"record_created", "record_snapshot"} })
 	if err != nil {
 		return nil, err
 	}
-	var rs struct {
-		ID    string `json:"id"`
-		Total int    `json:"total"`
-	}
-	if err := st.svc.api.call(ctx, "POST", "/api/admin/webhook-endpoints/"+id+"/resync", st.svc.adminKey, nil, &rs); err != nil {
+	rs, err := st.svc.api.as(st.svc.adminKey).StartResync(ctx, id)
+	if err != nil {
 		return nil, err
 	}
 	st.note = fmt.Sprintf("resync %s of %d records (seeded in %s)", rs.ID, rs.Total, seeded.Round(time.Millisecond))
@@ -377,7 +377,7 @@ func (b *bench) noisyRun(ctx context.Context, sc noisyScenario, bin noisyBinary)
 	if st.svc, r.err = b.startNoisyService(ctx, bin.path, st.tag); r.err != nil {
 		return r
 	}
-	keyB, err := createTenant(ctx, bin.path, st.svc.env, "bench-b")
+	keyB, err := harness.CreateTenant(ctx, bin.path, harness.ServiceEnv(st.svc.env), "bench-b")
 	if err != nil {
 		r.err = err
 		return r

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/recordhub/recordhub/api/client"
 )
 
 func TestSummarize(t *testing.T) {
@@ -44,7 +46,7 @@ func TestLargestAccepted(t *testing.T) {
 		return func(size int) error {
 			*tried = append(*tried, size)
 			if size > limit {
-				return &statusError{"refused", code}
+				return &client.Error{Status: code, Code: "refused"}
 			}
 			return nil
 		}
@@ -82,10 +84,10 @@ func TestReceiverTally(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.srv.Close()
+	defer r.Close()
 	client := &http.Client{Timeout: 200 * time.Millisecond}
 	send := func(event, attempt string) {
-		req := httptest.NewRequest("POST", r.url("/hook"), strings.NewReader(`{"record":{"id":"rec_1"}}`))
+		req := httptest.NewRequest("POST", r.URL("/hook"), strings.NewReader(`{"record":{"id":"rec_1"}}`))
 		req.RequestURI = ""
 		req.Header.Set("X-Webhook-Id", event)
 		req.Header.Set("X-Webhook-Attempt", attempt)

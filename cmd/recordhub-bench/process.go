@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 )
 
 // process is a child the bench started and must stop.
@@ -90,16 +91,6 @@ func startPing(ctx context.Context) (*process, string, error) {
 	}
 }
 
-// freePort returns a loopback address that was free a moment ago.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // buildService builds ./cmd/recordhub into dir as name, with the build
 // tags given.
 func buildService(ctx context.Context, root, dir, name string, tags ...string) (string, error) {
@@ -109,30 +100,10 @@ func buildService(ctx context.Context, root, dir, name string, tags ...string) (
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}
 	args = append(args, "./cmd/recordhub")
-	cmd := exec.CommandContext(ctx, goCommand(), args...)
+	cmd := exec.CommandContext(ctx, harness.GoCommand(), args...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/recordhub: %w\n%s", err, out)
 	}
 	return bin, nil
-}
-
-func goCommand() string {
-	if g := os.Getenv("GO"); g != "" {
-		return g
-	}
-	return "go"
-}
-
-// moduleRoot returns the directory of the main module's go.mod.
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, goCommand(), "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("run the bench inside the recordhub module")
-	}
-	return filepath.Dir(gomod), nil
 }

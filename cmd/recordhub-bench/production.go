@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 	"github.com/recordhub/recordhub/cmd/internal/pgtemporal"
 	"github.com/recordhub/recordhub/models"
 )
@@ -181,7 +182,7 @@ func (b *bench) startProdStack(ctx context.Context, ts *pgtemporal.Server, worke
 	}()
 	// Tenant A is the bootstrap tenant, tenant B is made as an operator
 	// would.
-	keyB, err := createTenant(ctx, b.bin, st.env, "bench-b")
+	keyB, err := harness.CreateTenant(ctx, b.bin, harness.ServiceEnv(st.env), "bench-b")
 	if err != nil {
 		return st, err
 	}
@@ -193,7 +194,7 @@ func (b *bench) startProdStack(ctx context.Context, ts *pgtemporal.Server, worke
 			return st, err
 		}
 		rcv := t.dst.rcv
-		st.closers = append(st.closers, func() { rcv.srv.Close() })
+		st.closers = append(st.closers, func() { rcv.Close() })
 		if err := t.dst.warmUp(ctx, st.api, prodWarmUp); err != nil {
 			return st, fmt.Errorf("warm-up: %w; the logs are in %s", err, b.work)
 		}
@@ -226,7 +227,7 @@ func (b *bench) startProdServices(ctx context.Context, bin string, ts *pgtempora
 		"TEMPORAL_ADDRESS":              ts.Address(),
 		"TEMPORAL_NAMESPACE":            ts.Namespace(),
 		"RECORDHUB_TEMPORAL_TASK_QUEUE": "recordhub-bench-" + randomHex(4),
-		"RECORDHUB_SECRET_KEY":          newSecretKey(),
+		"RECORDHUB_SECRET_KEY":          harness.NewSecretKey(),
 		"RECORDHUB_BOOTSTRAP_ADMIN_KEY": st.adminKey,
 		"RECORDHUB_WEBHOOK_ALLOW_CIDRS": "127.0.0.0/8",
 		"RECORDHUB_DATA_DIR":            filepath.Join(b.work, st.tag+"-data"),

@@ -3,17 +3,16 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
-	"net"
-	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 )
 
 // receiver is the webhooks' endpoint, in the bench's process: it answers
@@ -21,6 +20,7 @@ import (
 // event is about (service deliveries on /hook) or by X-Bench-Id (the
 // baseline's, on /baseline).
 type receiver struct {
+	*harness.Receiver
 	mu       sync.Mutex
 	records  map[string]time.Time    // record id → first arrival
 	events   map[string]bool         // X-Webhook-Id seen
@@ -28,11 +28,6 @@ type receiver struct {
 	arrived  []time.Time             // every request on /hook
 	baseline map[string]time.Time
 	requests atomic.Int64
-	// hold is how long it keeps each request on /hook before answering,
-	// or until the sender gives up; 0 answers at once.
-	hold time.Duration
-	srv  *http.Server
-	addr string
 }
 
 // sendKey is one attempt of one event: X-Webhook-Id and X-Webhook-Attempt.
@@ -40,60 +35,36 @@ type sendKey struct{ event, attempt string }
 
 func startReceiver() (*receiver, error) { return startHoldingReceiver(0) }
 
-// startHoldingReceiver starts a receiver that holds every request on /hook
-// for hold before it answers.
+// startHoldingReceiver starts a receiver that holds every request for
+// hold before it answers, or until the sender gives up.
 func startHoldingReceiver(hold time.Duration) (*receiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
 	r := &receiver{records: map[string]time.Time{}, events: map[string]bool{}, sends: map[sendKey][]time.Time{},
-		baseline: map[string]time.Time{}, hold: hold, addr: ln.Addr().String()}
-	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = r.srv.Serve(ln) }()
-	return r, nil
+		baseline: map[string]time.Time{}}
+	var err error
+	r.Receiver, err = harness.StartReceiver(harness.ReceiverOptions{Hold: hold, Observe: r.observe})
+	return r, err
 }
 
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	now := time.Now()
+func (r *receiver) observe(req harness.Request) {
 	r.requests.Add(1)
-	body, _ := io.ReadAll(req.Body)
-	switch req.URL.Path {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch req.Path {
 	case "/hook":
-		var ev struct {
-			Record struct {
-				ID string `json:"id"`
-			} `json:"record"`
-		}
-		_ = json.Unmarshal(body, &ev)
-		id := req.Header.Get("X-Webhook-Id")
-		r.mu.Lock()
-		r.events[id] = true
-		k := sendKey{id, req.Header.Get("X-Webhook-Attempt")}
-		r.sends[k] = append(r.sends[k], now)
-		r.arrived = append(r.arrived, now)
-		if _, seen := r.records[ev.Record.ID]; !seen && ev.Record.ID != "" {
-			r.records[ev.Record.ID] = now
-		}
-		r.mu.Unlock()
-		if r.hold > 0 {
-			select {
-			case <-time.After(r.hold):
-			case <-req.Context().Done():
-			}
+		r.events[req.EventID] = true
+		k := sendKey{req.EventID, strconv.Itoa(req.Attempt)}
+		r.sends[k] = append(r.sends[k], req.At)
+		r.arrived = append(r.arrived, req.At)
+		if _, seen := r.records[req.RecordID]; !seen && req.RecordID != "" {
+			r.records[req.RecordID] = req.At
 		}
 	case "/baseline":
 		id := req.Header.Get("X-Bench-Id")
-		r.mu.Lock()
 		if _, seen := r.baseline[id]; !seen && id != "" {
-			r.baseline[id] = now
+			r.baseline[id] = req.At
 		}
-		r.mu.Unlock()
 	}
-	w.WriteHeader(http.StatusNoContent)
 }
-
-func (r *receiver) url(path string) string { return "http://" + r.addr + path }
 
 // arrivals returns the first arrival of each record in ids that has one.
 func (r *receiver) arrivals(ids []string) map[string]time.Time {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/recordhub/recordhub/api/client"
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 	"github.com/recordhub/recordhub/models"
 )
 
@@ -22,10 +24,10 @@ type fixture struct {
 }
 
 // benchFields are the modules' fields; recordBody fits them.
-var benchFields = []map[string]any{
-	{"name": "title", "type": "string", "required": true},
-	{"name": "amount", "type": "integer"},
-	{"name": "done", "type": "boolean"},
+var benchFields = []client.Field{
+	{Name: "title", Type: "string", Required: true},
+	{Name: "amount", Type: "integer"},
+	{Name: "done", Type: "boolean"},
 }
 
 const recordBody = `{"fields":{"title":"bench record","amount":42,"done":false},"custom_data":{"source":"recordhub-bench"}}`
@@ -33,25 +35,13 @@ const recordBody = `{"fields":{"title":"bench record","amount":42,"done":false},
 // setUp creates the bench key and modules through the admin API.
 func setUp(ctx context.Context, s *service, adminKey string) (fixture, error) {
 	var f fixture
-	var key struct {
-		Key string `json:"key"`
+	var err error
+	admin := s.as(adminKey)
+	if f.key, err = harness.UnlimitedKey(ctx, admin, "bench", "read", "write", "delete"); err != nil {
+		return f, err
 	}
-	err := s.call(ctx, "POST", "/api/admin/keys", adminKey, map[string]any{
-		"name":                  "bench",
-		"permissions":           map[string][]string{"*": {"read", "write", "delete"}},
-		"rate_limit_per_minute": models.MaxRateLimitPerMinute,
-	}, &key)
-	if err != nil {
-		return f, fmt.Errorf("create bench key: %w", err)
-	}
-	f.key = key.Key
 	for slug, dst := range map[string]*string{"bench_list": &f.listModule, "bench_write": &f.writeModule} {
-		var m struct {
-			ID string `json:"id"`
-		}
-		err := s.call(ctx, "POST", "/api/admin/modules", adminKey, map[string]any{
-			"slug": slug, "name": slug, "fields": benchFields,
-		}, &m)
+		m, err := admin.CreateModule(ctx, client.ModuleInput{Slug: slug, Name: slug, Fields: benchFields})
 		if err != nil {
 			return f, fmt.Errorf("create module %s: %w", slug, err)
 		}
@@ -178,21 +168,16 @@ func waitOutboxDrained(ctx context.Context, store *models.Store, limit time.Dura
 // checkSeed asks the API what a client would see: the exact total on page
 // 1, and the record the GET scenario reads.
 func checkSeed(ctx context.Context, s *service, f fixture, want int) error {
-	var page struct {
-		Data  []map[string]any `json:"data"`
-		Total int64            `json:"total"`
-	}
-	if err := s.call(ctx, "GET", "/api/modules/"+f.listModule+"/records?page=1&limit=20", f.key, nil, &page); err != nil {
+	c := s.as(f.key)
+	page, err := c.ListRecords(ctx, f.listModule, 1, 20)
+	if err != nil {
 		return fmt.Errorf("list seeded records: %w", err)
 	}
 	if page.Total != int64(want) || len(page.Data) != min(20, want) {
 		return fmt.Errorf("seeded module lists %d records of a total of %d, want %d of %d", len(page.Data), page.Total, min(20, want), want)
 	}
-	var rec struct {
-		ID     string         `json:"id"`
-		Fields map[string]any `json:"fields"`
-	}
-	if err := s.call(ctx, "GET", "/api/modules/"+f.listModule+"/records/"+f.recordID, f.key, nil, &rec); err != nil {
+	rec, err := c.GetRecord(ctx, f.listModule, f.recordID)
+	if err != nil {
 		return fmt.Errorf("read a seeded record: %w", err)
 	}
 	if rec.ID != f.recordID || rec.Fields["title"] != "seeded record" {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,8 +11,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
 	"time"
+
+	"github.com/recordhub/recordhub/api/client"
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 )
 
 // service is a running `recordhub serve`.
@@ -23,24 +24,6 @@ type service struct {
 	pprofAddr string
 	logPath   string
 	client    *http.Client
-}
-
-// serviceEnv strips the caller's recordhub settings (a REDIS_URL would
-// switch the limiter to Redis, a DATABASE_URL the database) and sets the
-// bench's own.
-func serviceEnv(set map[string]string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "RECORDHUB_") || name == "DATABASE_URL" || name == "REDIS_URL" || name == "TEMPORAL_ADDRESS" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	for k, v := range set {
-		env = append(env, k+"="+v)
-	}
-	return env
 }
 
 // startService starts `recordhub serve [args]` on a free loopback port and
@@ -54,7 +37,7 @@ func startService(ctx context.Context, bin, logPath string, env map[string]strin
 	if _, set := env["RECORDHUB_TEMPORAL_UI_ADDR"]; !set {
 		env["RECORDHUB_TEMPORAL_UI_ADDR"] = ""
 	}
-	tport, err := freePort()
+	tport, err := harness.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +45,7 @@ func startService(ctx context.Context, bin, logPath string, env map[string]strin
 	env["RECORDHUB_TEMPORAL_PORT"] = p
 	s := &service{logPath: logPath, client: &http.Client{Timeout: 30 * time.Second}}
 	if withPprof {
-		if s.pprofAddr, err = freePort(); err != nil {
+		if s.pprofAddr, err = harness.FreeAddr(); err != nil {
 			return nil, err
 		}
 		env["RECORDHUB_PPROF_ADDR"] = s.pprofAddr
@@ -72,7 +55,7 @@ func startService(ctx context.Context, bin, logPath string, env map[string]strin
 		return nil, err
 	}
 	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
-	cmd.Env = serviceEnv(env)
+	cmd.Env = harness.ServiceEnv(env)
 	cmd.Stdout = logFile
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -130,71 +113,20 @@ func (s *service) waitReady(ctx context.Context, listening <-chan string) error 
 		_ = s.stop(5 * time.Second)
 		return ctx.Err()
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := s.client.Get(s.url("/readyz"))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			_ = s.stop(5 * time.Second)
-			return fmt.Errorf("recordhub is not ready after 30s (%v)", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func (s *service) url(path string) string { return "http://" + s.addr + path }
-
-// call sends a JSON request with a bearer key and decodes a 2xx answer into
-// out.
-func (s *service) call(ctx context.Context, method, path, key string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, s.url(path), body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return &statusError{fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b)), resp.StatusCode}
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
-		}
+	if err := harness.WaitOK(ctx, s.client, s.url("/readyz"), 30*time.Second, nil); err != nil {
+		_ = s.stop(5 * time.Second)
+		return fmt.Errorf("recordhub is not ready after 30s (%w)", err)
 	}
 	return nil
 }
 
-// statusError is a call answered with a status other than 2xx.
-type statusError struct {
-	msg  string
-	code int
-}
+func (s *service) url(path string) string { return "http://" + s.addr + path }
 
-func (e *statusError) Error() string { return e.msg }
+// as is a client of the service's API with key, through the service's
+// HTTP client.
+func (s *service) as(key string) *client.Client {
+	return client.New(s.url(""), key, client.WithHTTPClient(s.client))
+}
 
 // drainAccessLogs waits until the access-log queue is empty, so that a
 // scenario does not pay for the rows of the one before it.

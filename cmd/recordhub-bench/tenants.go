@@ -1,37 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os/exec"
+
+	"github.com/recordhub/recordhub/api/client"
 )
 
 // prodTenant is one tenant's fixture and where its deliveries arrive.
 type prodTenant struct {
 	f   fixture
 	rcv *receiver
-}
-
-// createTenant runs `recordhub tenant create NAME --json` with the
-// service's environment and returns the new tenant's admin key.
-func createTenant(ctx context.Context, bin string, env map[string]string, name string) (string, error) {
-	cmd := exec.CommandContext(ctx, bin, "tenant", "create", name, "--json")
-	cmd.Env = serviceEnv(env)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("recordhub tenant create: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
-	}
-	var t struct {
-		AdminKey string `json:"admin_key"`
-	}
-	if err := json.Unmarshal(out, &t); err != nil || t.AdminKey == "" {
-		return "", fmt.Errorf("recordhub tenant create printed %q", out)
-	}
-	return t.AdminKey, nil
 }
 
 // newProdTenant gives a tenant a key without a rate limit, a module and an
@@ -45,20 +24,18 @@ func newProdTenant(ctx context.Context, api *service, adminKey string) (prodTena
 	if t.rcv, err = startReceiver(); err != nil {
 		return t, err
 	}
-	if _, err = subscribe(ctx, api, adminKey, map[string]any{"url": t.rcv.url("/hook"), "events": []string{"record_created"}}); err != nil {
-		t.rcv.srv.Close()
+	if _, err = subscribe(ctx, api, adminKey, client.EndpointInput{URL: t.rcv.URL("/hook"), Events: []string{"record_created"}}); err != nil {
+		t.rcv.Close()
 		return t, err
 	}
 	return t, nil
 }
 
-// subscribe creates a webhook endpoint as body describes it and returns
-// its id.
-func subscribe(ctx context.Context, api *service, adminKey string, body map[string]any) (string, error) {
-	var ep struct {
-		ID string `json:"id"`
-	}
-	if err := api.call(ctx, "POST", "/api/admin/webhook-endpoints", adminKey, body, &ep); err != nil {
+// subscribe creates a webhook endpoint as in describes it and returns its
+// id.
+func subscribe(ctx context.Context, api *service, adminKey string, in client.EndpointInput) (string, error) {
+	ep, err := api.as(adminKey).CreateEndpoint(ctx, in)
+	if err != nil {
 		return "", fmt.Errorf("create webhook endpoint: %w", err)
 	}
 	return ep.ID, nil

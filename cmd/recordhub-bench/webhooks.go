@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 	"github.com/recordhub/recordhub/models"
 )
 
@@ -77,7 +78,7 @@ func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error)
 	if err != nil {
 		return r, err
 	}
-	defer t.rcv.srv.Close()
+	defer t.rcv.Close()
 	if err := t.warmUp(ctx, svc, 5); err != nil {
 		return r, fmt.Errorf("warm-up: %w; the service's log is %s", err, svc.logPath)
 	}
@@ -110,7 +111,7 @@ func (b *bench) startEmbedded(ctx context.Context, bin, tag string) (*embedded, 
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}
-	uiAddr, err := freePort()
+	uiAddr, err := harness.FreeAddr()
 	if err != nil {
 		return nil, err
 	}

@@ -3,25 +3,28 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/recordhub/recordhub/api/client"
 )
+
+// benchRecord is recordBody, as the client sends it.
+var benchRecord = func() client.RecordInput {
+	var in client.RecordInput
+	if err := json.Unmarshal([]byte(recordBody), &in); err != nil {
+		panic(err)
+	}
+	return in
+}()
 
 // createRecord POSTs one record and returns its id.
 func createRecord(ctx context.Context, svc *service, f fixture) (string, error) {
-	var rec struct {
-		ID string `json:"id"`
-	}
-	var body map[string]any
-	_ = json.Unmarshal([]byte(recordBody), &body)
-	if err := svc.call(ctx, "POST", "/api/modules/"+f.writeModule+"/records", f.key, body, &rec); err != nil {
+	rec, err := svc.as(f.key).CreateRecord(ctx, f.writeModule, benchRecord)
+	if err != nil {
 		return "", err
-	}
-	if rec.ID == "" {
-		return "", errors.New("create record: no id in the answer")
 	}
 	return rec.ID, nil
 }

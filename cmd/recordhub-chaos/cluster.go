@@ -2,19 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 	"github.com/recordhub/recordhub/cmd/internal/pgtemporal"
 	"github.com/recordhub/recordhub/models"
 )
@@ -46,7 +42,7 @@ func startStack(ctx context.Context, o options, work string, logf logFunc) (_ *s
 			s.stop(logf)
 		}
 	}()
-	root, err := moduleRoot(ctx)
+	root, err := harness.ModuleRoot(ctx, "run the harness inside the recordhub module (make chaos)")
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +84,7 @@ func startStack(ctx context.Context, o options, work string, logf logFunc) (_ *s
 		"TEMPORAL_ADDRESS":              s.temporal.Address(),
 		"TEMPORAL_NAMESPACE":            s.temporal.Namespace(),
 		"RECORDHUB_TEMPORAL_TASK_QUEUE": taskQueue,
-		"RECORDHUB_SECRET_KEY":          newSecretKey(),
+		"RECORDHUB_SECRET_KEY":          harness.NewSecretKey(),
 		"RECORDHUB_BOOTSTRAP_ADMIN_KEY": s.adminKey,
 		"RECORDHUB_WEBHOOK_ALLOW_CIDRS": "127.0.0.1/32",
 		"RECORDHUB_DATA_DIR":            filepath.Join(work, "data"),
@@ -96,7 +92,7 @@ func startStack(ctx context.Context, o options, work string, logf logFunc) (_ *s
 	if o.retryInitial > 0 {
 		set["RECORDHUB_WEBHOOK_RETRY_INITIAL"] = o.retryInitial.String()
 	}
-	s.env = serviceEnv(set)
+	s.env = harness.ServiceEnv(set)
 	if err := os.Mkdir(set["RECORDHUB_DATA_DIR"], 0o700); err != nil {
 		return nil, err
 	}
@@ -131,7 +127,7 @@ func startStack(ctx context.Context, o options, work string, logf logFunc) (_ *s
 // tenants makes the load's two tenants: the bootstrap tenant and one made
 // with the CLI, as an operator would.
 func (s *stack) tenants(ctx context.Context) ([]tenant, error) {
-	keyB, err := createTenant(ctx, s.bin, s.env, "chaos-b")
+	keyB, err := harness.CreateTenant(ctx, s.bin, s.env, "chaos-b")
 	if err != nil {
 		return nil, err
 	}
@@ -183,53 +179,6 @@ func createDatabase(ctx context.Context, adminURL, name string) error {
 		return fmt.Errorf("create database %s: %w", name, err)
 	}
 	return nil
-}
-
-// serviceEnv is the harness's environment without any recordhub, database,
-// Redis or Temporal setting of the caller's, plus set.
-func serviceEnv(set map[string]string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "RECORDHUB_") || strings.HasPrefix(name, "TEMPORAL_") || name == "DATABASE_URL" || name == "REDIS_URL" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	for k, v := range set {
-		env = append(env, k+"="+v)
-	}
-	return env
-}
-
-// moduleRoot is the directory of the recordhub module's go.mod.
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("run the harness inside the recordhub module (make chaos)")
-	}
-	return filepath.Dir(gomod), nil
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// newSecretKey is a RECORDHUB_SECRET_KEY: 32 random bytes, base64.
-func newSecretKey() string {
-	k := make([]byte, 32)
-	_, _ = rand.Read(k)
-	return base64.StdEncoding.EncodeToString(k)
 }
 
 // logFunc prints one line of the harness's log.

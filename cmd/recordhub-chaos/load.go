@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/recordhub/recordhub/api/client"
 )
 
 // maxInFlightWrites bounds each tenant's unanswered writes: past it a tick
@@ -36,7 +35,7 @@ type loader struct {
 	tenants []tenant
 	apis    []*service
 	every   time.Duration
-	client  *http.Client
+	hc      *http.Client
 
 	mu      sync.Mutex
 	writes  []write
@@ -52,7 +51,7 @@ func newLoader(tenants []tenant, apis []*service, perSecond float64) *loader {
 		every:   time.Duration(float64(time.Second) / perSecond),
 		// Keep-alives off: a killed replica's pooled connections would
 		// otherwise fail writes that a fresh dial sends to the new process.
-		client: &http.Client{Timeout: writeTimeout, Transport: &http.Transport{DisableKeepAlives: true}},
+		hc: &http.Client{Timeout: writeTimeout, Transport: &http.Transport{DisableKeepAlives: true}},
 	}
 }
 
@@ -101,33 +100,26 @@ func (l *loader) writeOnce(t tenant) {
 // replica could not be reached.
 func (l *loader) create(t tenant, api *service) (down bool) {
 	n := l.seq.Add(1)
-	body, _ := json.Marshal(map[string]any{
-		"fields":      map[string]any{"title": fmt.Sprintf("chaos %s #%d", t.name, n)},
-		"custom_data": map[string]any{"write": n},
-	})
-	w := write{Tenant: t.name, Replica: api.name, At: time.Now()}
-	req, err := http.NewRequest(http.MethodPost, api.url("/api/modules/"+t.moduleID+"/records"), bytes.NewReader(body))
-	if err != nil {
-		panic(err) // a URL the harness built
+	in := client.RecordInput{
+		Fields:     map[string]any{"title": fmt.Sprintf("chaos %s #%d", t.name, n)},
+		CustomData: map[string]any{"write": n},
 	}
-	req.Header.Set("Authorization", "Bearer "+t.key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := l.client.Do(req)
-	if err != nil {
-		w.Err = err.Error()
+	w := write{Tenant: t.name, Replica: api.name, At: time.Now()}
+	rec, err := client.New(api.url(""), t.key, client.WithHTTPClient(l.hc)).CreateRecord(context.Background(), t.moduleID, in)
+	var (
+		ae *client.Error
+		te *client.TransportError
+	)
+	switch {
+	case err == nil:
+		w.Status, w.RecordID = http.StatusCreated, rec.ID
+	case errors.As(err, &ae):
+		w.Status = ae.Status
+	case errors.As(err, &te):
+		w.Err = te.Err.Error()
 		down = errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
-	} else {
-		w.Status = resp.StatusCode
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusCreated {
-			var rec struct {
-				ID string `json:"id"`
-			}
-			if json.Unmarshal(b, &rec) == nil {
-				w.RecordID = rec.ID
-			}
-		}
+	default: // an answer that is not a record
+		w.Status, w.Err = http.StatusCreated, err.Error()
 	}
 	l.mu.Lock()
 	l.writes = append(l.writes, w)

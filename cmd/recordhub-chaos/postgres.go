@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 	"github.com/recordhub/recordhub/cmd/internal/procs"
 )
 
@@ -56,7 +57,7 @@ func startPostgres(ctx context.Context, work string) (*postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 	"github.com/recordhub/recordhub/cmd/internal/procs"
 )
 
@@ -31,7 +32,7 @@ func startRedis(ctx context.Context, work string) (*redisServer, error) {
 	if err != nil {
 		return nil, errors.New("redis-server is not on PATH (apt-get install redis-server)")
 	}
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}

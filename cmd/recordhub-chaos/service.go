@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/recordhub/recordhub/api/client"
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 	"github.com/recordhub/recordhub/cmd/internal/procs"
 )
 
@@ -31,7 +34,7 @@ type service struct {
 // newService prepares `bin serve --role role` with env (a whole
 // environment, RECORDHUB_HTTP_ADDR set here) and its log in logPath.
 func newService(name, bin, role, logPath string, env []string) (*service, error) {
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +51,9 @@ func newService(name, bin, role, logPath string, env []string) (*service, error)
 
 func (s *service) url(path string) string { return "http://" + s.addr + path }
 
+// as is a client of the API of this process with key.
+func (s *service) as(key string) *client.Client { return client.New(s.url(""), key) }
+
 // start starts the process and waits until path (/healthz, or /readyz at
 // the first start) answers 200.
 func (s *service) start(ctx context.Context, path string) error {
@@ -63,25 +69,14 @@ func (s *service) startLocked(ctx context.Context, path string) error {
 		return err
 	}
 	s.proc = p
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		resp, err := client.Get(s.url(path))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("%s answered %s", path, resp.Status)
-		}
-		if p.Exited() {
-			return fmt.Errorf("%s exited at start (%v); see %s", s.name, p.Err(), s.log.Name())
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%s not up after 90 s: %w; see %s", s.name, err, s.log.Name())
-		}
-		time.Sleep(100 * time.Millisecond)
+	err = harness.WaitOK(ctx, &http.Client{Timeout: time.Second}, s.url(path), 90*time.Second, p.Exited)
+	switch {
+	case errors.Is(err, harness.ErrExited):
+		return fmt.Errorf("%s exited at start (%v); see %s", s.name, p.Err(), s.log.Name())
+	case err != nil:
+		return fmt.Errorf("%s not up after 90 s: %w; see %s", s.name, err, s.log.Name())
 	}
+	return nil
 }
 
 // killAndRestart is the fault: SIGKILL, then a new process at once, as an

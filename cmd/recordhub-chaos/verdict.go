@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recordhub/recordhub/cmd/internal/harness"
 	"github.com/recordhub/recordhub/models"
 )
 
@@ -29,15 +30,7 @@ type write struct {
 }
 
 // request is one request the receiver saw.
-type request struct {
-	Path     string // which tenant's endpoint
-	EventID  string // webhook-id
-	Attempt  int    // X-Webhook-Attempt
-	RecordID string // from the body
-	Version  int
-	At       time.Time
-	Status   int // the receiver's answer
-}
+type request = harness.Request
 
 // event is an outbox event of a committed record, as the database holds it.
 type event struct {

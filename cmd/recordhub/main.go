@@ -11,42 +11,80 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
 
-const usage = `usage: recordhub COMMAND [ARGUMENTS]
+// commands lists every command for the usage texts: the top one lists
+// them all, a group's (tenant, webhooks) its own. Each command's --help
+// is its own, beside its code.
+var commands = []struct {
+	group, synopsis, about string
+}{
+	{"", "recordhub serve [--role all|api|worker]", "run the API, the webhook worker, or both (all, the default)"},
+	{"", "recordhub migrate", "apply database migrations and exit"},
+	{"tenant", "recordhub tenant create NAME [--json]", "create a tenant and print its id and first admin key"},
+	{"tenant", "recordhub tenant list [--json]", "list the tenants: id, name, creation time"},
+	{"tenant", "recordhub tenant create-key TENANT [--admin] [--name N] [--json]", `mint a key for a tenant and print it once (--admin: the way
+back in when a tenant's admin keys are lost)`},
+	{"tenant", "recordhub tenant set-ai-key TENANT", "read the tenant's AI provider key from stdin and store it encrypted"},
+	{"webhooks", "recordhub webhooks recover ENDPOINT_ID --since 2h|RFC3339 [--until …] [--api URL] [--detach] [--json]", `replay an endpoint's failed deliveries of a time window through
+the API and show the progress (admin key in RECORDHUB_ADMIN_KEY)`},
+	{"webhooks", "recordhub webhooks resync ENDPOINT_ID [--wait] [--api URL] [--json]", `send every current record of the endpoint's modules as a
+record_snapshot event, then its live events carry on`},
+	{"webhooks", "recordhub webhooks update ENDPOINT_ID --ordering none|record [--api URL] [--json]", `change an endpoint's settings through the API (ordering:
+each record's events in the order of its versions)`},
+	{"webhooks", "recordhub webhooks listen [--port N] [--secret S] [--status CODE]", "run a local receiver on 127.0.0.1 that prints and verifies deliveries"},
+	{"", "recordhub healthcheck URL", "exit 0 when URL answers 200 (for container health checks)"},
+}
 
-commands:
-  recordhub serve [--role all|api|worker]
-                                      run the API, the webhook worker, or both (all, the default)
-  recordhub migrate                   apply database migrations and exit
-  recordhub tenant create NAME [--json]
-                                      create a tenant and print its id and first admin key
-  recordhub tenant list [--json]      list the tenants: id, name, creation time
-  recordhub tenant create-key TENANT [--admin] [--name N] [--json]
-                                      mint a key for a tenant and print it once (--admin: the way
-                                      back in when a tenant's admin keys are lost)
-  recordhub tenant set-ai-key TENANT  read the tenant's AI provider key from stdin and store it encrypted
-  recordhub webhooks recover ENDPOINT_ID --since 2h|RFC3339 [--until …] [--api URL] [--detach] [--json]
-                                      replay an endpoint's failed deliveries of a time window through
-                                      the API and show the progress (admin key in RECORDHUB_ADMIN_KEY)
-  recordhub webhooks resync ENDPOINT_ID [--wait] [--api URL] [--json]
-                                      send every current record of the endpoint's modules as a
-                                      record_snapshot event, then its live events carry on
-  recordhub webhooks update ENDPOINT_ID --ordering none|record [--api URL] [--json]
-                                      change an endpoint's settings through the API (ordering:
-                                      each record's events in the order of its versions)
-  recordhub webhooks listen [--port N] [--secret S] [--status CODE]
-                                      run a local receiver on 127.0.0.1 that prints and verifies deliveries
-  recordhub healthcheck URL           exit 0 when URL answers 200 (for container health checks)
+// usageText is a usage: head, the commands of group (all of them when
+// group is empty) a line or two each, then tail.
+func usageText(group, head, tail string) string {
+	const col = 38 // where the descriptions start
+	var b strings.Builder
+	b.WriteString(head + "\n\ncommands:\n")
+	for _, c := range commands {
+		if group != "" && c.group != group {
+			continue
+		}
+		line := "  " + c.synopsis
+		if len(line) <= col-2 {
+			b.WriteString(line + strings.Repeat(" ", col-len(line)))
+		} else {
+			b.WriteString(line + "\n" + strings.Repeat(" ", col))
+		}
+		b.WriteString(strings.ReplaceAll(c.about, "\n", "\n"+strings.Repeat(" ", col)) + "\n")
+	}
+	b.WriteString("\n" + tail)
+	return b.String()
+}
 
-Every command answers -h or --help with its usage, and does nothing else.
+// usage is recordhub's usage.
+func usage() string {
+	return usageText("", "usage: recordhub COMMAND [ARGUMENTS]", `Every command answers -h or --help with its usage, and does nothing else.
 TENANT is a tenant's id, or its name when no other tenant has that name.
 The tenant commands use the database of "recordhub serve" and never create one: run them
 where it runs, or with its RECORDHUB_DATA_DIR (or DATABASE_URL). The configuration is read
 from environment variables; the README lists them.
-`
+`)
+}
+
+// webhooksHelp answers `recordhub webhooks --help`; each subcommand
+// answers its own with its flags.
+func webhooksHelp() string {
+	return usageText("webhooks", "usage: recordhub webhooks COMMAND [ARGUMENTS]",
+		"Each answers -h or --help with its usage and flags. Neither needs the server's configuration.\n")
+}
+
+// tenantUsage answers `recordhub tenant --help`.
+func tenantUsage() string {
+	return usageText("tenant", "usage: recordhub tenant COMMAND [ARGUMENTS]", `TENANT is a tenant's id, or its name when no other tenant has that name.
+These commands use the database of "recordhub serve" and never create one: run them where it
+runs, or with its RECORDHUB_DATA_DIR (or DATABASE_URL, and RECORDHUB_SECRET_KEY when it sets one).
+`)
+}
 
 // errHelpShown reports that a command printed its usage because it was
 // asked to: the command line succeeded and must do nothing more. It lets a
@@ -84,13 +122,13 @@ func runCommand(ctx context.Context, args []string, lookupEnv func(string) (stri
 
 func dispatch(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || isHelpArg(args[0]) {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage())
 		return errHelpShown
 	}
 	switch args[0] {
 	case "help":
 		if len(args) == 1 {
-			fmt.Fprint(stdout, usage)
+			fmt.Fprint(stdout, usage())
 			return errHelpShown
 		}
 		// recordhub help tenant create = recordhub tenant create --help
@@ -107,7 +145,7 @@ func dispatch(ctx context.Context, args []string, lookupEnv func(string) (string
 	case "healthcheck":
 		return healthcheckCommand(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprint(stderr, usage)
+	fmt.Fprint(stderr, usage())
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
@@ -174,26 +212,6 @@ func usageError(stderr io.Writer, fs *flag.FlagSet, usage string, err error) err
 	printUsage(stderr, fs, usage)
 	return err
 }
-
-// webhooksHelp answers `recordhub webhooks --help`; each subcommand
-// answers its own with its flags.
-const webhooksHelp = `usage: recordhub webhooks COMMAND [ARGUMENTS]
-
-commands:
-  recordhub webhooks recover ENDPOINT_ID --since 2h|RFC3339 [--until …] [--api URL] [--detach] [--json]
-                                      replay an endpoint's failed deliveries of a time window through
-                                      the API and show the progress (admin key in RECORDHUB_ADMIN_KEY)
-  recordhub webhooks resync ENDPOINT_ID [--wait] [--api URL] [--json]
-                                      send every current record of the endpoint's modules as a
-                                      record_snapshot event, then its live events carry on
-  recordhub webhooks update ENDPOINT_ID --ordering none|record [--api URL] [--json]
-                                      change an endpoint's settings through the API (ordering:
-                                      each record's events in the order of its versions)
-  recordhub webhooks listen [--port N] [--secret S] [--status CODE]
-                                      run a local receiver on 127.0.0.1 that prints and verifies deliveries
-
-Each answers -h or --help with its usage and flags. Neither needs the server's configuration.
-`
 
 const serveUsage = `usage: recordhub serve [--role all|api|worker]
 

@@ -464,3 +464,45 @@ func TestFailedFirstStartPrintsNoKey(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUsageTable: every command of the table shows in recordhub --help and
+// in its group's help, and answers --help with a usage of its own that
+// starts with the same words.
+func TestUsageTable(t *testing.T) {
+	help := func(args ...string) string {
+		t.Helper()
+		var stdout bytes.Buffer
+		if err := runCommand(context.Background(), args, func(string) (string, bool) { return "", false }, nil, &stdout, io.Discard); err != nil {
+			t.Fatalf("recordhub %v: %v", args, err)
+		}
+		return stdout.String()
+	}
+	top := help("--help")
+	for _, c := range commands {
+		if !strings.Contains(top, "  "+c.synopsis) {
+			t.Errorf("recordhub --help lacks %q", c.synopsis)
+		}
+		if c.group != "" {
+			if got := help(c.group, "--help"); !strings.Contains(got, "  "+c.synopsis) {
+				t.Errorf("recordhub %s --help lacks %q", c.group, c.synopsis)
+			}
+		}
+		// The command's words: up to its first argument or flag.
+		var words []string
+		for _, w := range strings.Fields(c.synopsis)[1:] {
+			if strings.ToLower(w) != w || strings.HasPrefix(w, "[") || strings.HasPrefix(w, "-") {
+				break
+			}
+			words = append(words, w)
+		}
+		want := "usage: recordhub " + strings.Join(words, " ")
+		if got := help(append(words, "--help")...); !strings.HasPrefix(got, want) {
+			t.Errorf("recordhub %s --help starts %q, want %q", strings.Join(words, " "), firstLine(got), want)
+		}
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -14,21 +14,6 @@ import (
 	"github.com/recordhub/recordhub/models"
 )
 
-const tenantUsage = `usage: recordhub tenant COMMAND [ARGUMENTS]
-
-commands:
-  recordhub tenant create NAME [--json]
-                                      create a tenant and print its id and first admin key
-  recordhub tenant list [--json]      list the tenants: id, name, creation time
-  recordhub tenant create-key TENANT [--admin] [--name N] [--json]
-                                      mint a key for a tenant and print it once
-  recordhub tenant set-ai-key TENANT  read the tenant's AI provider key from stdin and store it encrypted
-
-TENANT is a tenant's id, or its name when no other tenant has that name.
-These commands use the database of "recordhub serve" and never create one: run them where it
-runs, or with its RECORDHUB_DATA_DIR (or DATABASE_URL, and RECORDHUB_SECRET_KEY when it sets one).
-`
-
 const (
 	tenantCreateUsage = `usage: recordhub tenant create NAME [--json]
 
@@ -56,11 +41,11 @@ stdin and stores it encrypted. No API shows or sets it.`
 // arguments, answering help, before it reads the configuration.
 func tenantCommand(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, tenantUsage)
+		fmt.Fprint(stderr, tenantUsage())
 		return errors.New("no tenant command given")
 	}
 	if args[0] == "help" || isHelpArg(args[0]) {
-		fmt.Fprint(stdout, tenantUsage)
+		fmt.Fprint(stdout, tenantUsage())
 		return errHelpShown
 	}
 	var sub func(context.Context, []string, func(string) (string, bool), io.Reader, io.Writer, io.Writer) error
@@ -74,7 +59,7 @@ func tenantCommand(ctx context.Context, args []string, lookupEnv func(string) (s
 	case "set-ai-key":
 		sub = tenantSetAIKey
 	default:
-		fmt.Fprint(stderr, tenantUsage)
+		fmt.Fprint(stderr, tenantUsage())
 		return fmt.Errorf("unknown tenant command %q", args[0])
 	}
 	return sub(ctx, args[1:], lookupEnv, stdin, stdout, stderr)

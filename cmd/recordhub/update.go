@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
+
+	"github.com/recordhub/recordhub/api/client"
 )
 
 // The update command is, like recover and resync, a client of the HTTP
@@ -27,7 +27,7 @@ func parseUpdateArgs(args []string, lookupEnv func(string) (string, bool), stdou
 	var opts updateOptions
 	fs := flag.NewFlagSet("webhooks update", flag.ContinueOnError)
 	fs.StringVar(&opts.ordering, "ordering", "", `"record": the endpoint receives each record's events in the order of the record's versions; "none": as soon as each is dispatched`)
-	fs.StringVar(&opts.api, "api", "", "base URL of the API (default: $RECORDHUB_API_URL, else http:// and $RECORDHUB_HTTP_ADDR, else http://127.0.0.1:8080)")
+	fs.StringVar(&opts.api, "api", "", apiFlagHelp)
 	fs.BoolVar(&opts.asJSON, "json", false, "print the endpoint as the API answers it")
 	positional, err := parseArgs(fs, updateUsage, args, stdout, stderr)
 	if err != nil {
@@ -56,26 +56,16 @@ func updateCommand(ctx context.Context, args []string, lookupEnv func(string) (s
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(map[string]string{"ordering": opts.ordering})
-	if err != nil {
-		return err
-	}
-	var ep struct {
-		ID       string `json:"id"`
-		Ordering string `json:"ordering"`
-	}
-	var raw json.RawMessage
 	// A PATCH that sets a value may be sent again: a 429 and a network
 	// error are both retried.
-	err = retry(ctx, startAttempts, true, func() error {
-		raw, err = c.do(ctx, http.MethodPatch, c.base+c.endpointPath(opts.endpointID), body, &ep)
-		return err
+	ep, err := callAPI(ctx, startAttempts, true, func(ctx context.Context) (*client.Endpoint, error) {
+		return c.UpdateEndpoint(ctx, opts.endpointID, client.EndpointUpdate{Ordering: &opts.ordering})
 	})
 	if err != nil {
 		return fmt.Errorf("update %s: %w", opts.endpointID, err)
 	}
 	if opts.asJSON {
-		_, err := stdout.Write(append(raw, '\n'))
+		_, err := stdout.Write(append(ep.Raw, '\n'))
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "endpoint %s: ordering %s\n", ep.ID, ep.Ordering)

@@ -1,0 +1,158 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/recordhub/recordhub/api"
+	"github.com/recordhub/recordhub/api/client"
+	"github.com/recordhub/recordhub/api/ratelimit"
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
+)
+
+type discardLogs struct{}
+
+func (discardLogs) Enqueue(models.AccessLog) bool { return true }
+
+// newAPI serves the real API on SQLite and returns a client with the
+// admin key of its one tenant.
+func newAPI(t *testing.T) *client.Client {
+	t.Helper()
+	store := storetest.Open(t, models.SQLite)
+	_, _, adminKey, err := store.CreateTenant(context.Background(), "acme", "", 1_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := api.New(api.Deps{
+		Store: store, Limiter: ratelimit.NewMemory(nil), Logs: discardLogs{}, Registry: prometheus.NewRegistry(),
+		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		CheckURL: func(context.Context, string) error { return nil },
+	}).Handler()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return client.New(srv.URL+"/", adminKey)
+}
+
+// TestAdminFlow: an admin makes a key, a module and an endpoint; the key
+// writes and reads records, as the bench and the chaos harness do.
+func TestAdminFlow(t *testing.T) {
+	ctx := context.Background()
+	admin := newAPI(t)
+	key, err := admin.CreateKey(ctx, client.KeyInput{Name: "writer", Permissions: map[string][]string{"*": {"read", "write"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key.Secret == "" || key.ID == "" {
+		t.Fatalf("created key %+v: want an id and its secret", key)
+	}
+	m, err := admin.CreateModule(ctx, client.ModuleInput{Slug: "notes", Name: "Notes", Fields: []client.Field{{Name: "title", Type: "string", Required: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := admin.CreateEndpoint(ctx, client.EndpointInput{URL: "https://hooks.example.com/in", Events: []string{"record_created"}, ModuleIDs: []string{m.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ordering := "record"
+	up, err := admin.UpdateEndpoint(ctx, ep.ID, client.EndpointUpdate{Ordering: &ordering})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.ID != ep.ID || up.Ordering != "record" || len(up.Raw) == 0 {
+		t.Errorf("updated endpoint %+v, want %s with ordering record and its answer", up, ep.ID)
+	}
+
+	writer := admin.WithKey(key.Secret)
+	rec, err := writer.CreateRecord(ctx, m.ID, client.RecordInput{Fields: map[string]any{"title": "hello"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := writer.GetRecord(ctx, m.ID, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(got.Fields, map[string]any{"title": "hello"}); d != "" || got.Version != 1 {
+		t.Errorf("record read back: version %d, fields (-got +want)\n%s", got.Version, d)
+	}
+	page, err := writer.ListRecords(ctx, m.ID, 1, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Total != 1 || len(page.Data) != 1 || page.Data[0].ID != rec.ID {
+		t.Errorf("page 1: %+v, want the one record", page)
+	}
+}
+
+// TestAPIError: the API's error object comes back as an *Error that
+// errors.As finds, with its status, code, details and request id.
+func TestAPIError(t *testing.T) {
+	ctx := context.Background()
+	admin := newAPI(t)
+	m, err := admin.CreateModule(ctx, client.ModuleInput{Slug: "notes", Name: "Notes", Fields: []client.Field{{Name: "title", Type: "string", Required: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = admin.CreateRecord(ctx, m.ID, client.RecordInput{Fields: map[string]any{}})
+	var e *client.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("create without a required field: %v (%T), want an *Error", err, err)
+	}
+	if e.Status != http.StatusUnprocessableEntity || e.Code == "" || e.RequestID == "" || len(e.Details) == 0 || e.Details[0].Field != "fields.title" {
+		t.Errorf("got %+v, want a 422 with a code, a request id and a detail on title", e)
+	}
+	if client.Transient(err) {
+		t.Errorf("a 422 counted as transient")
+	}
+
+	_, err = admin.WithKey("rh_wrong").CreateModule(ctx, client.ModuleInput{Slug: "x", Name: "x"})
+	if !errors.As(err, &e) || e.Status != http.StatusUnauthorized {
+		t.Errorf("a wrong key: %v, want a 401 *Error", err)
+	}
+}
+
+// TestErrorOfAProxy: an answer that is not the API's still is an *Error,
+// with the status, and the Retry-After of a 503.
+func TestErrorOfAProxy(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "7")
+		http.Error(w, "<html>upstream down</html>", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	_, err := client.New(srv.URL, "k").Recovery(context.Background(), "whe_1", "rcv_1")
+	var e *client.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v, want an *Error", err)
+	}
+	if e.Status != http.StatusServiceUnavailable || e.Code != "HTTP 503" || e.RetryAfter != 7*time.Second {
+		t.Errorf("got %+v, want status 503, code HTTP 503, Retry-After 7s", e)
+	}
+	if !client.Transient(err) {
+		t.Errorf("a 503 not counted as transient")
+	}
+}
+
+// TestTransportError: a request that gets no answer is a *TransportError,
+// transient.
+func TestTransportError(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	_, err := client.New(url, "k").StartResync(context.Background(), "whe_1")
+	var te *client.TransportError
+	if !errors.As(err, &te) || te.Method != http.MethodPost {
+		t.Fatalf("got %v (%T), want a *TransportError of the POST", err, err)
+	}
+	if !client.Transient(err) {
+		t.Errorf("no answer not counted as transient")
+	}
+}
