@@ -132,9 +132,10 @@ func repoFiles(t *testing.T, root string) []string {
 }
 
 // sharedTestFiles are the test files a package may have that test no one
-// source file: its test helpers (one file a package) and export_test.go,
-// which opens unexported names to the package's external tests.
-var sharedTestFiles = map[string]bool{"helpers_test.go": true, "export_test.go": true}
+// source file: its test helpers (one file a package), export_test.go,
+// which opens unexported names to the package's external tests, and
+// example_test.go, the package's examples as go doc shows them.
+var sharedTestFiles = map[string]bool{"helpers_test.go": true, "export_test.go": true, "example_test.go": true}
 
 // TestTestFilesNamedAfterSources fails, naming the file, where a test file
 // is not named after the source file it tests: foo_test.go, or
