@@ -215,8 +215,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	// waits only for a poller. A start that never reached Temporal
 	// (unavailable: connection refused) is no reason: after an outage the
 	// pollers are still backing off (the SDK waits up to 10 s between
-	// failed polls), and only eager starts skip them. README, "Running in
-	// production", has the measurements behind this.
+	// failed polls), and only eager starts skip them.
 	eager := !d.ambiguous
 	plans, err := d.plan(ctx, events)
 	if err != nil {

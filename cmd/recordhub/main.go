@@ -1,5 +1,5 @@
 // Command recordhub runs the recordhub service and its administrative
-// commands; see the README for the configuration.
+// commands; cmd/recordhub/README.md lists every setting.
 package main
 
 import (
@@ -67,7 +67,7 @@ func usage() string {
 TENANT is a tenant's id, or its name when no other tenant has that name.
 The tenant commands use the database of "recordhub serve" and never create one: run them
 where it runs, or with its RECORDHUB_DATA_DIR (or DATABASE_URL). The configuration is read
-from environment variables; the README lists them.
+from environment variables; cmd/recordhub/README.md lists them.
 `)
 }
 
@@ -219,7 +219,7 @@ Runs the HTTP API, the webhook worker with its outbox dispatcher, or both (all, 
 With TEMPORAL_ADDRESS empty it also runs an embedded Temporal server and its Web UI. It applies
 the database migrations first unless RECORDHUB_AUTO_MIGRATE=false. When no tenant exists it
 creates tenant "default" and, unless RECORDHUB_BOOTSTRAP_ADMIN_KEY is set, prints its admin key
-once the service is up. The configuration is read from environment variables (see the README).`
+once the service is up. The configuration is read from environment variables (cmd/recordhub/README.md lists them).`
 
 func serveCommand(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
