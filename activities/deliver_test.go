@@ -52,7 +52,7 @@ type fixture struct {
 func newFixture(t *testing.T, s *models.Store, endpointURL string) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	tenant, _, _, err := s.CreateTenant(ctx, "acme", "", 600)
+	tenant, _, _, err := s.CreateTenant(ctx, "acme", 600)
 	if err != nil {
 		t.Fatalf("create tenant: %v", err)
 	}
@@ -559,7 +559,7 @@ var failureCases = []failureCase{
 			return r.URL, Config{AllowCIDRs: loopback}
 		},
 		change: func(t *testing.T, f *fixture, in *AttemptInput) {
-			other, _, _, err := f.store.CreateTenant(t.Context(), "other", "", 600)
+			other, _, _, err := f.store.CreateTenant(t.Context(), "other", 600)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -81,7 +81,7 @@ func newEnvOn(t *testing.T, store *models.Store, opts ...envOption) *env {
 	t.Helper()
 	ctx := context.Background()
 	e := &env{t: t, store: store}
-	tenant, _, secret, err := store.CreateTenant(ctx, "test", "", 100000)
+	tenant, _, secret, err := store.CreateTenant(ctx, "test", 100000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func BenchmarkDeliveriesPages(b *testing.B) {
 			ctx := context.Background()
 			db := storetest.NewDB(b, d)
 			store := db.Open(b, models.Options{})
-			tenant, _, key, err := store.CreateTenant(ctx, "bench", "", 1_000_000)
+			tenant, _, key, err := store.CreateTenant(ctx, "bench", 1_000_000)
 			if err != nil {
 				b.Fatal(err)
 			}

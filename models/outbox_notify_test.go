@@ -35,7 +35,7 @@ func replicaAndWorker(t *testing.T) (*storetest.DB, *models.Store, *models.Store
 	storetest.Eventually(t, wakeBound, "the worker's listener connected", func() bool { return worker.ListenerPID() != 0 })
 
 	ctx := context.Background()
-	tenant, _, _, err := api.CreateTenant(ctx, "t", "", 100)
+	tenant, _, _, err := api.CreateTenant(ctx, "t", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

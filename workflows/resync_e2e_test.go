@@ -176,7 +176,7 @@ func TestResyncEndToEnd(t *testing.T) {
 			c := embeddedTemporal(t)
 			queue := "resync-" + string(d)
 			policy := RetryPolicy{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second}
-			tenant, _, _, err := store.CreateTenant(ctx, "acme", "", 600)
+			tenant, _, _, err := store.CreateTenant(ctx, "acme", 600)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -133,3 +133,38 @@ func OpenWithClock(t testing.TB, d models.Dialect, now func() time.Time) *models
 	t.Helper()
 	return NewDB(t, d).Open(t, models.Options{Now: now})
 }
+
+// NameTenant renames tenant id to name in the database, bypassing the
+// store, which refuses a second tenant of a name: it makes the tenants
+// that share a name that a database made before names were unique may
+// hold.
+func (db *DB) NameTenant(t testing.TB, id, name string) {
+	t.Helper()
+	res, err := db.SQL(t).Exec(db.Rebind("UPDATE tenants SET name = ? WHERE id = ?"), name, id)
+	if err != nil {
+		t.Fatalf("rename tenant %s: %v", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("rename tenant %s: %d rows (%v), want 1", id, n, err)
+	}
+}
+
+// TenantAIKey returns the AI provider key stored for tenant id, "" when
+// none is, opened with box as the store seals it. The test fails when the
+// tenant is missing or the stored value does not open: a key stored in
+// clear, or sealed for another tenant.
+func (db *DB) TenantAIKey(t testing.TB, box *models.SecretBox, id string) string {
+	t.Helper()
+	var sealed sql.NullString
+	if err := db.SQL(t).QueryRow(db.Rebind("SELECT ai_key FROM tenants WHERE id = ?"), id).Scan(&sealed); err != nil {
+		t.Fatalf("read the AI key of tenant %s: %v", id, err)
+	}
+	if !sealed.Valid {
+		return ""
+	}
+	key, err := box.Open(sealed.String, "tenant-ai-key:"+id)
+	if err != nil {
+		t.Fatalf("open the AI key of tenant %s: %v", id, err)
+	}
+	return key
+}
