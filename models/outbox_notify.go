@@ -89,11 +89,6 @@ func (s *Store) ListenEvents(log *slog.Logger) {
 	})
 }
 
-// ListeningForEvents reports whether the outbox listener (ListenEvents)
-// listens now: while it does not, other processes' events wait for the
-// dispatcher's poll.
-func (s *Store) ListeningForEvents() bool { return s.listenerPID.Load() != 0 }
-
 // runListener keeps an outbox listener connected until ctx ends. It warns
 // of a lost or refused connection once per outage; the further failed
 // attempts of that outage are debug records.
