@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -167,4 +168,36 @@ func (db *DB) TenantAIKey(t testing.TB, box *models.SecretBox, id string) string
 		t.Fatalf("open the AI key of tenant %s: %v", id, err)
 	}
 	return key
+}
+
+// EventsCommittedAfter returns the ids of the events committed after the
+// outbox position pos (a resync's): on PostgreSQL those whose transaction
+// pos's snapshot does not see, on SQLite those written after its row id.
+func (db *DB) EventsCommittedAfter(t testing.TB, pos string) map[string]bool {
+	t.Helper()
+	query, arg := "SELECT id FROM events WHERE txid IS NOT NULL AND NOT pg_visible_in_snapshot(txid::text::xid8, CAST(? AS pg_snapshot))", any(pos)
+	if db.Dialect != models.Postgres {
+		n, err := strconv.ParseInt(pos, 10, 64)
+		if err != nil {
+			t.Fatalf("outbox position %q is not one of SQLite's: %v", pos, err)
+		}
+		query, arg = "SELECT id FROM events WHERE rowid > ?", n
+	}
+	rows, err := db.SQL(t).Query(db.Rebind(query), arg)
+	if err != nil {
+		t.Fatalf("events committed after %s: %v", pos, err)
+	}
+	defer rows.Close()
+	ids := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatalf("events committed after %s: %v", pos, err)
+		}
+		ids[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("events committed after %s: %v", pos, err)
+	}
+	return ids
 }
