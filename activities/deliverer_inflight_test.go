@@ -108,7 +108,7 @@ func TestAttemptMarksLostAttempt(t *testing.T) {
 				RequestHeaders: models.Headers{}, ResponseHeaders: models.Headers{}, RequestBody: f.event.Payload,
 				Error: models.DeliveryErrInFlight, StartedAt: testNow.Add(-time.Hour), FinishedAt: testNow.Add(-time.Hour),
 			}
-			if err := f.store.InsertDelivery(t.Context(), otherRun); err != nil {
+			if err := f.store.InsertAttempt(t.Context(), otherRun); err != nil {
 				t.Fatal(err)
 			}
 			// Each reading of the clock is a second later than the last.

@@ -386,7 +386,7 @@ var failureCases = []failureCase{
 			return r.URL, Config{AllowCIDRs: loopback}
 		},
 		change: func(t *testing.T, f *fixture, in *AttemptInput) {
-			other, _, _, err := f.store.CreateTenant(t.Context(), "other", "", 600)
+			other, _, _, err := f.store.CreateTenant(t.Context(), "other", 600)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -186,7 +186,7 @@ type fixture struct {
 func newFixture(t *testing.T, s *models.Store, endpointURL string) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	tenant, _, _, err := s.CreateTenant(ctx, "acme", "", 600)
+	tenant, _, _, err := s.CreateTenant(ctx, "acme", 600)
 	if err != nil {
 		t.Fatalf("create tenant: %v", err)
 	}

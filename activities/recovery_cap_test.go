@@ -40,7 +40,7 @@ func TestRecoverPageCap(t *testing.T) {
 				row := &models.WebhookDelivery{TenantID: f.tenantID, EventID: ev.ID, EventType: ev.Type, EndpointID: f.endpoint.ID,
 					WorkflowID: "wf", RunID: "run", Attempt: 1, RequestURL: f.endpoint.URL, RequestHeaders: models.Headers{},
 					ResponseHeaders: models.Headers{}, Error: models.DeliveryErrHTTPStatus, StartedAt: at, FinishedAt: at}
-				if err := s.InsertDelivery(ctx, row); err != nil {
+				if err := s.InsertAttempt(ctx, row); err != nil {
 					t.Fatal(err)
 				}
 			}

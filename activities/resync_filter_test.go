@@ -33,7 +33,7 @@ func TestResyncPageFilter(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := t.Context()
 			s := storetest.Open(t, d)
-			tenant, _, _, err := s.CreateTenant(ctx, "acme", "", 600)
+			tenant, _, _, err := s.CreateTenant(ctx, "acme", 600)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -81,7 +81,7 @@ func newStack(t *testing.T) *stack {
 	// The store's clock crosses a rotation's grace; the Deliverer keeps the
 	// real time, which the libraries check webhook-timestamp against.
 	s.store = s.db.Open(t, models.Options{Now: s.clock.Now})
-	tenant, _, admin, err := s.store.CreateTenant(ctx, "acme", "", 600)
+	tenant, _, admin, err := s.store.CreateTenant(ctx, "acme", 600)
 	if err != nil {
 		t.Fatalf("create tenant: %v", err)
 	}

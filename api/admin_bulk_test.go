@@ -119,7 +119,7 @@ func TestBulkRunningPerTenant(t *testing.T) {
 		}
 
 		// Another tenant's resync is not held back.
-		other, _, otherKey, err := store.CreateTenant(ctx, "other", "", 100_000)
+		other, _, otherKey, err := store.CreateTenant(ctx, "other", 100_000)
 		if err != nil {
 			t.Fatal(err)
 		}

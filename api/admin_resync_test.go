@@ -87,7 +87,7 @@ func TestResyncEndpoint(t *testing.T) {
 		off := e.createEndpoint(map[string]any{"url": "https://hooks.example.com/c", "events": []string{"record_snapshot"}, "enabled": false})["id"].(string)
 		e.call("POST", "/api/admin/webhook-endpoints/"+off+"/resync", e.admin, nil).want(409)
 
-		other, _, _, err := e.store.CreateTenant(t.Context(), "other", "", 100)
+		other, _, _, err := e.store.CreateTenant(t.Context(), "other", 100)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,7 +36,7 @@ func BenchmarkDeliveriesPages(b *testing.B) {
 			ctx := context.Background()
 			db := storetest.NewDB(b, d)
 			store := db.Open(b, models.Options{})
-			tenant, _, key, err := store.CreateTenant(ctx, "bench", "", 1_000_000)
+			tenant, _, key, err := store.CreateTenant(ctx, "bench", 1_000_000)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func seedDeliveries(b *testing.B, store *models.Store, tenantID, endpoint string
 					EndpointID: endpoint, WorkflowID: "wf", RunID: "run", Attempt: 1, RequestURL: "https://example.com/hook",
 					RequestBody: "{}", ResponseStatus: &status, DurationMS: 12, StartedAt: at(i), FinishedAt: at(i).Add(12 * time.Millisecond),
 					Succeeded: true}
-				if err := store.InsertDelivery(ctx, d); err != nil {
+				if err := store.InsertAttempt(ctx, d); err != nil {
 					errs <- err
 					return
 				}

@@ -35,7 +35,7 @@ func newBenchAPI(b *testing.B, d models.Dialect) *benchAPI {
 	b.Helper()
 	db := storetest.NewDB(b, d)
 	store := db.Open(b, models.Options{})
-	tenant, _, key, err := store.CreateTenant(context.Background(), "bench", "", 1_000_000)
+	tenant, _, key, err := store.CreateTenant(context.Background(), "bench", 1_000_000)
 	if err != nil {
 		b.Fatal(err)
 	}

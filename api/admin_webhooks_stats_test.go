@@ -68,7 +68,7 @@ func TestEndpointStats(t *testing.T) {
 			row.TenantID, row.EndpointID, row.EventID, row.EventType = e.tenantID, a, fmt.Sprintf("evt_%d", i), models.EventRecordCreated
 			row.RequestURL, row.StartedAt = "https://hooks.example.com/a", now.Add(-r.at)
 			row.FinishedAt = row.StartedAt
-			if err := e.store.InsertDelivery(context.Background(), &row); err != nil {
+			if err := e.store.InsertAttempt(context.Background(), &row); err != nil {
 				t.Fatalf("%s: %v", r.why, err)
 			}
 		}

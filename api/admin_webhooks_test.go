@@ -465,7 +465,7 @@ func deliveryRows(t *testing.T, e *env, ep1, ep2 string) []*models.WebhookDelive
 		d.RunID = fmt.Sprintf("run-%d", i)
 		d.StartedAt = base.Add(time.Duration(i) * time.Second)
 		d.FinishedAt = d.StartedAt.Add(time.Duration(d.DurationMS * float64(time.Millisecond)))
-		if err := e.store.InsertDelivery(context.Background(), d); err != nil {
+		if err := e.store.InsertAttempt(context.Background(), d); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -640,7 +640,7 @@ func TestWebhookDeliveryInFlight(t *testing.T) {
 				Error: code, ErrorMessage: "message", StartedAt: started.Add(time.Duration(attempt) * time.Second),
 			}
 			r.FinishedAt = r.StartedAt
-			if err := e.store.InsertDelivery(context.Background(), r); err != nil {
+			if err := e.store.InsertAttempt(context.Background(), r); err != nil {
 				t.Fatal(err)
 			}
 			return r

@@ -133,7 +133,7 @@ func TestCursorPaging(t *testing.T) {
 		deliveries := seedTimes("whd_", n, base)
 		for _, r := range deliveries {
 			status := 200
-			err := e.store.InsertDelivery(ctx, &models.WebhookDelivery{ID: r.id, TenantID: e.tenantID, EventID: "evt_" + r.id,
+			err := e.store.InsertAttempt(ctx, &models.WebhookDelivery{ID: r.id, TenantID: e.tenantID, EventID: "evt_" + r.id,
 				EventType: models.EventRecordCreated, EndpointID: "whe_" + r.group, WorkflowID: "wf", RunID: "run", Attempt: 1,
 				RequestURL: "https://example.com/", RequestBody: "{}", ResponseStatus: &status,
 				StartedAt: r.at, FinishedAt: r.at, Succeeded: r.group == "a"})
@@ -212,7 +212,7 @@ func TestCursorPagingRefusals(t *testing.T) {
 		base := time.Date(2020, 3, 1, 12, 0, 0, 0, time.UTC)
 		for i := range 3 {
 			at := base.Add(time.Duration(i) * time.Second)
-			if err := e.store.InsertDelivery(ctx, &models.WebhookDelivery{ID: fmt.Sprintf("whd_%d", i), TenantID: e.tenantID, EventID: "evt",
+			if err := e.store.InsertAttempt(ctx, &models.WebhookDelivery{ID: fmt.Sprintf("whd_%d", i), TenantID: e.tenantID, EventID: "evt",
 				EventType: models.EventRecordCreated, EndpointID: "whe_1", WorkflowID: "wf", RunID: "run", Attempt: 1,
 				RequestURL: "https://example.com/", RequestBody: "{}", StartedAt: at, FinishedAt: at}); err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -75,13 +76,22 @@ func newEnv(t *testing.T, d models.Dialect, opts ...envOption) *env {
 	return newEnvOn(t, storetest.Open(t, d), opts...)
 }
 
-// newEnvOn starts an API on an existing store; the first call on a store
-// creates the tenant.
+// newEnvOn starts an API on an existing store for a tenant of its own:
+// "test" on a store without tenants, "test 2" after it, and so on (a
+// store refuses a second tenant of a name).
 func newEnvOn(t *testing.T, store *models.Store, opts ...envOption) *env {
 	t.Helper()
 	ctx := context.Background()
 	e := &env{t: t, store: store}
-	tenant, _, secret, err := store.CreateTenant(ctx, "test", "", 100000)
+	ts, err := store.ListTenants(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "test"
+	if len(ts) > 0 {
+		name = fmt.Sprint("test ", len(ts)+1)
+	}
+	tenant, _, secret, err := store.CreateTenant(ctx, name, 100000)
 	if err != nil {
 		t.Fatal(err)
 	}

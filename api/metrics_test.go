@@ -25,7 +25,7 @@ import (
 func newRawServer(t *testing.T) (srv *httptest.Server, admin string) {
 	t.Helper()
 	store := storetest.Open(t, models.SQLite)
-	_, _, admin, err := store.CreateTenant(context.Background(), "test", "", 100000)
+	_, _, admin, err := store.CreateTenant(context.Background(), "test", 100000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -543,7 +543,7 @@ func TestAccessLogWriterFlush(t *testing.T) {
 func TestAccessLogWriterFlushesOnCloseToDB(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d models.Dialect) {
 		store := storetest.NewDB(t, d).Open(t, models.Options{})
-		tenant, admin, _, err := store.CreateTenant(context.Background(), "t", "", 600)
+		tenant, admin, _, err := store.CreateTenant(context.Background(), "t", 600)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -865,7 +865,7 @@ func TestAccessLogWriterThroughPostgresOutage(t *testing.T) {
 	proxy, via := storetest.NewProxy(t, db)
 	store := via.Open(t, models.Options{})
 	ctx := context.Background()
-	tenant, admin, _, err := store.CreateTenant(ctx, "t", "", 600)
+	tenant, admin, _, err := store.CreateTenant(ctx, "t", 600)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ type inboundServer struct {
 func newInboundServer(tb testing.TB, d models.Dialect) *inboundServer {
 	tb.Helper()
 	store := storetest.Open(tb, d)
-	tenant, _, _, err := store.CreateTenant(context.Background(), "bulk", "", 1000)
+	tenant, _, _, err := store.CreateTenant(context.Background(), "bulk", 1000)
 	if err != nil {
 		tb.Fatal(err)
 	}

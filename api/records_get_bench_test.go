@@ -25,7 +25,7 @@ import (
 func BenchmarkGetRecord(b *testing.B) {
 	ctx := context.Background()
 	store := storetest.Open(b, models.SQLite)
-	tenant, _, key, err := store.CreateTenant(ctx, "bench", "", 1_000_000)
+	tenant, _, key, err := store.CreateTenant(ctx, "bench", 1_000_000)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func BenchmarkOtherTenantDuringHeavyReads(b *testing.B) {
 				conns = 20
 			}
 			store := db.Open(b, models.Options{MaxOpenConns: conns})
-			tenantA, _, keyA, err := store.CreateTenant(ctx, "a", "", 1_000_000)
+			tenantA, _, keyA, err := store.CreateTenant(ctx, "a", 1_000_000)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func BenchmarkOtherTenantDuringHeavyReads(b *testing.B) {
 				b.Fatal(err)
 			}
 			seedNoisyAttempts(b, db, store, tenantA.ID, ep.ID, attempts)
-			tenantB, _, keyB, err := store.CreateTenant(ctx, "b", "", 1_000_000)
+			tenantB, _, keyB, err := store.CreateTenant(ctx, "b", 1_000_000)
 			if err != nil {
 				b.Fatal(err)
 			}

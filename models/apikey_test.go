@@ -40,7 +40,7 @@ func kindOf(err error) models.Kind {
 
 func newTenant(t *testing.T, s *models.Store) (tenantID, adminSecret string) {
 	t.Helper()
-	tn, _, secret, err := s.CreateTenant(context.Background(), "t", "", 600)
+	tn, _, secret, err := s.CreateTenant(context.Background(), "t", 600)
 	if err != nil {
 		t.Fatalf("create tenant: %v", err)
 	}

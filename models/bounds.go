@@ -9,8 +9,8 @@ import (
 
 // Bounds of what the API stores, in one place: each is checked where the
 // value comes in, and refused with a 422 naming the field and the bound,
-// on SQLite and PostgreSQL alike. api/README.md lists them for users and
-// api/openapi.yaml states them on each property.
+// on SQLite and PostgreSQL alike. api/README.md lists them for
+// integrators and api/openapi.yaml states them on each property.
 const (
 	// MaxURLBytes bounds a webhook endpoint's URL; browsers and common
 	// servers handle URLs of this length.

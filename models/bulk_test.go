@@ -19,11 +19,11 @@ func TestBookBulkStarts(t *testing.T) {
 		ctx := t.Context()
 		db := storetest.NewDB(t, d)
 		s1, s2 := db.Open(t, models.Options{BulkRate: 10}), db.Open(t, models.Options{BulkRate: 10})
-		a, _, _, err := s1.CreateTenant(ctx, "a", "", 100)
+		a, _, _, err := s1.CreateTenant(ctx, "a", 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _, _, err := s1.CreateTenant(ctx, "b", "", 100)
+		b, _, _, err := s1.CreateTenant(ctx, "b", 100)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -149,27 +149,6 @@ func (d *WebhookDelivery) storable() {
 	d.RemoteIP = StorableText(d.RemoteIP, 0)
 }
 
-// InsertDelivery stores one attempt; a missing id is generated.
-func (s *Store) InsertDelivery(ctx context.Context, d *WebhookDelivery) error {
-	if d.ID == "" {
-		d.ID = NewID(PrefixDelivery)
-	}
-	d.utc()
-	d.storable()
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		if err := tx.Create(d).Error; err != nil {
-			return err
-		}
-		ds := statsDeltas{}
-		ds.add(d.statsState(), 1)
-		return ds.apply(tx)
-	})
-	if err != nil {
-		return fmt.Errorf("insert delivery: %w", err)
-	}
-	return nil
-}
-
 // InFlight reports whether the attempt's outcome is not recorded yet: its
 // request is being sent, or its worker died while sending it and no later
 // attempt has noticed.

@@ -17,7 +17,7 @@ func filterModule(t *testing.T, s *models.Store, slug string, tenantID string) (
 	t.Helper()
 	ctx := t.Context()
 	if tenantID == "" {
-		tenant, _, _, err := s.CreateTenant(ctx, "t", "", 100)
+		tenant, _, _, err := s.CreateTenant(ctx, "t", 100)
 		if err != nil {
 			t.Fatal(err)
 		}

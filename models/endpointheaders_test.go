@@ -22,7 +22,7 @@ func TestEndpointHeadersStored(t *testing.T) {
 			ctx := t.Context()
 			db := storetest.NewDB(t, d)
 			s := db.Open(t, models.Options{})
-			tenant, _, _, err := s.CreateTenant(ctx, "acme", "", 600)
+			tenant, _, _, err := s.CreateTenant(ctx, "acme", 600)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func headersOf(t *testing.T, s *models.Store, tenantID, id string) map[string]st
 func TestEndpointHeadersRefused(t *testing.T) {
 	s := storetest.Open(t, models.SQLite)
 	ctx := t.Context()
-	tenant, _, _, err := s.CreateTenant(ctx, "acme", "", 600)
+	tenant, _, _, err := s.CreateTenant(ctx, "acme", 600)
 	if err != nil {
 		t.Fatal(err)
 	}

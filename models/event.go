@@ -186,8 +186,7 @@ func unionKeys(a, b map[string]any) []string {
 // woken after the commit (eventsWritten): this process's at once, those of
 // other processes by a NOTIFY sent after it (Options.AnnounceEvents), or
 // else by their polling. A NOTIFY in the transaction itself would
-// serialise every commit on the notification queue's lock: the bench saw
-// record creates fall to a quarter.
+// serialise every event-writing commit on the notification queue's lock.
 func (s *Store) insertEvents(tx *gorm.DB, events []Event) error {
 	if len(events) == 0 {
 		return nil

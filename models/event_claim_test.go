@@ -20,7 +20,7 @@ type outboxTenant struct {
 func newOutboxTenant(t *testing.T, s *models.Store, name string) outboxTenant {
 	t.Helper()
 	ctx := context.Background()
-	tenant, _, _, err := s.CreateTenant(ctx, name, "", 100)
+	tenant, _, _, err := s.CreateTenant(ctx, name, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

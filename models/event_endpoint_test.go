@@ -28,7 +28,7 @@ func TestGetEventAndEndpoint(t *testing.T) {
 				ep    *models.WebhookEndpoint
 			}
 			setup := func(name string) tenantRows {
-				tenant, _, _, err := s.CreateTenant(ctx, name, "", 100)
+				tenant, _, _, err := s.CreateTenant(ctx, name, 100)
 				if err != nil {
 					t.Fatal(err)
 				}

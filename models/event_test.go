@@ -22,7 +22,7 @@ func TestRecordEvents(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			s := storetest.Open(t, d)
-			tenant, _, _, err := s.CreateTenant(ctx, "t", "", 100)
+			tenant, _, _, err := s.CreateTenant(ctx, "t", 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func TestRecordEvents(t *testing.T) {
 func TestRecordEventBodies(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.Open(t, models.SQLite)
-	tenant, _, _, err := s.CreateTenant(ctx, "t", "", 100)
+	tenant, _, _, err := s.CreateTenant(ctx, "t", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestDispatchEndpointsAndProgress(t *testing.T) {
 			var tenants []string
 			var want []string
 			for _, name := range []string{"a", "b", "c"} {
-				tenant, _, _, err := s.CreateTenant(ctx, name, "", 100)
+				tenant, _, _, err := s.CreateTenant(ctx, name, 100)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,6 +1,12 @@
 package models
 
-import "database/sql"
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"gorm.io/gorm"
+)
 
 // HeavyPool returns the store's heavy-read pool, so that tests can hold its
 // connections or run a statement of their own on it.
@@ -34,3 +40,27 @@ func (s *Store) UseOutboxChannel(channel string) { s.outboxChannel = channel }
 // ListenerPID returns the server process of the outbox listener's
 // connection once it listens (after its reconnect wake), else 0.
 func (s *Store) ListenerPID() uint32 { return s.listenerPID.Load() }
+
+// InsertDelivery stores a delivery row as given; a missing id is
+// generated. Unlike InsertAttempt it marks no earlier attempt of the run
+// worker_lost, so that tests can lay out rows in any state, those the
+// store would have changed included.
+func (s *Store) InsertDelivery(ctx context.Context, d *WebhookDelivery) error {
+	if d.ID == "" {
+		d.ID = NewID(PrefixDelivery)
+	}
+	d.utc()
+	d.storable()
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(d).Error; err != nil {
+			return err
+		}
+		ds := statsDeltas{}
+		ds.add(d.statsState(), 1)
+		return ds.apply(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("insert delivery: %w", err)
+	}
+	return nil
+}

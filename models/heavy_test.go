@@ -63,7 +63,7 @@ func untilHeavyWaits(t *testing.T, s *models.Store, n int64) {
 func tenantWithRecord(t *testing.T, s *models.Store, name string) (tenantID, secret string, m *models.Module, r *models.Record) {
 	t.Helper()
 	ctx := context.Background()
-	tenant, _, secret, err := s.CreateTenant(ctx, name, "", 100000)
+	tenant, _, secret, err := s.CreateTenant(ctx, name, 100000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,12 +27,11 @@ const (
 // outboxChannel. The NOTIFY is not issued in the writing transaction:
 // PostgreSQL holds one lock for the whole server (on "database 0") from a
 // notifying transaction's pre-commit until its end, WAL flush included,
-// which serialised every event-writing commit (record creates fell to a quarter in make bench
-// when the outbox was announced that way). Here the writers' commits take
-// no such lock; one goroutine sends one NOTIFY after commits, coalescing
-// those that arrive while it sends, in a transaction of its own that does
-// not wait for its WAL flush (the notification carries nothing to keep).
-// The connection opens at the first announcement.
+// which would serialise every event-writing commit. Here the writers'
+// commits take no such lock; one goroutine sends one NOTIFY after commits,
+// coalescing those that arrive while it sends, in a transaction of its own
+// that does not wait for its WAL flush (the notification carries nothing
+// to keep). The connection opens at the first announcement.
 func (s *Store) startAnnouncer(opts Options) {
 	if !opts.AnnounceEvents || s.dialect != Postgres {
 		return
@@ -88,11 +87,6 @@ func (s *Store) ListenEvents(log *slog.Logger) {
 		}()
 	})
 }
-
-// ListeningForEvents reports whether the outbox listener (ListenEvents)
-// listens now: while it does not, other processes' events wait for the
-// dispatcher's poll.
-func (s *Store) ListeningForEvents() bool { return s.listenerPID.Load() != 0 }
 
 // runListener keeps an outbox listener connected until ctx ends. It warns
 // of a lost or refused connection once per outage; the further failed

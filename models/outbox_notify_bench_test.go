@@ -21,7 +21,7 @@ func BenchmarkCreateRecordAnnounced(b *testing.B) {
 		b.Run("announce="+strconv.FormatBool(announce), func(b *testing.B) {
 			ctx := context.Background()
 			s := storetest.NewDB(b, models.Postgres).Open(b, models.Options{AnnounceEvents: announce, MaxOpenConns: 16})
-			tenant, _, _, err := s.CreateTenant(ctx, "t", "", 100)
+			tenant, _, _, err := s.CreateTenant(ctx, "t", 100)
 			if err != nil {
 				b.Fatal(err)
 			}

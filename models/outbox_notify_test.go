@@ -35,7 +35,7 @@ func replicaAndWorker(t *testing.T) (*storetest.DB, *models.Store, *models.Store
 	storetest.Eventually(t, wakeBound, "the worker's listener connected", func() bool { return worker.ListenerPID() != 0 })
 
 	ctx := context.Background()
-	tenant, _, _, err := api.CreateTenant(ctx, "t", "", 100)
+	tenant, _, _, err := api.CreateTenant(ctx, "t", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,12 +165,13 @@ func TestOutboxNotifyOutage(t *testing.T) {
 	s := db.Open(t, models.Options{})
 	logs := &levelCounter{counts: map[string]int{}}
 	s.ListenEvents(slog.New(logs))
-	storetest.Eventually(t, wakeBound, "the listener connected", s.ListeningForEvents)
+	listening := func() bool { return s.ListenerPID() != 0 }
+	storetest.Eventually(t, wakeBound, "the listener connected", listening)
 
 	proxy.Stop()
 	// The first failure warns; three more attempts are debug records.
 	storetest.Eventually(t, wakeBound, "three more attempts", func() bool { return logs.count(slog.LevelDebug) >= 3 })
-	if s.ListeningForEvents() {
+	if listening() {
 		t.Error("listening while the server is down")
 	}
 	if n := logs.count(slog.LevelWarn); n != 1 {
@@ -178,7 +179,7 @@ func TestOutboxNotifyOutage(t *testing.T) {
 	}
 	drain(s)
 	proxy.Start()
-	storetest.Eventually(t, wakeBound, "the listener back", s.ListeningForEvents)
+	storetest.Eventually(t, wakeBound, "the listener back", listening)
 	mustWake(t, s, "the listener back")
 	if w, i := logs.count(slog.LevelWarn), logs.count(slog.LevelInfo); w != 1 || i != 1 {
 		t.Errorf("%d warnings and %d infos after one outage, want 1 and 1", w, i)

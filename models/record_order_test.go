@@ -20,7 +20,7 @@ func TestEventRecordVersion(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d models.Dialect) {
 		ctx := context.Background()
 		s := storetest.Open(t, d)
-		tenant, _, _, err := s.CreateTenant(ctx, "t", "", 100)
+		tenant, _, _, err := s.CreateTenant(ctx, "t", 100)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ func TestConcurrentWrites(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			s := storetest.Open(t, d)
-			tenant, _, _, err := s.CreateTenant(ctx, "t", "", 100)
+			tenant, _, _, err := s.CreateTenant(ctx, "t", 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +102,7 @@ func TestNumberFiltersBindNumbers(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			s := storetest.Open(t, d)
-			tenant, _, _, err := s.CreateTenant(ctx, "t", "", 100)
+			tenant, _, _, err := s.CreateTenant(ctx, "t", 100)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -182,22 +182,6 @@ func (s *Store) committedAfter(pos string) (string, []any, error) {
 	return "e.rowid > ?", []any{n}, nil
 }
 
-// EventCommittedAfter reports whether the event id was committed after the
-// outbox position pos (of a resync): whether it is one of the live events
-// that follow the resync's snapshots.
-func (s *Store) EventCommittedAfter(ctx context.Context, pos, id string) (bool, error) {
-	cond, args, err := s.committedAfter(pos)
-	if err != nil {
-		return false, err
-	}
-	var n int64
-	err = s.r.WithContext(ctx).Raw("SELECT COUNT(*) FROM events e WHERE e.id = ? AND "+cond, append([]any{id}, args...)...).Scan(&n).Error
-	if err != nil {
-		return false, fmt.Errorf("event after position: %w", err)
-	}
-	return n > 0, nil
-}
-
 // resyncModules returns the modules a resync of e goes through, in id
 // order: the endpoint's modules, or all of the tenant's.
 func (s *Store) resyncModules(ctx context.Context, e *WebhookEndpoint) ([]Module, error) {

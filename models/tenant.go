@@ -16,50 +16,37 @@ type Tenant struct {
 	CreatedAt time.Time
 }
 
-// CreateTenant creates a tenant with a first admin key and returns both;
-// when adminSecret is empty a new key secret is generated. The secret is
-// returned once and never stored.
-func (s *Store) CreateTenant(ctx context.Context, name, adminSecret string, rateLimit int) (*Tenant, *APIKey, string, error) {
-	return s.createTenant(ctx, name, adminSecret, rateLimit, false)
-}
-
-// CreateUniqueTenant is CreateTenant refusing a name that a tenant already
-// has (KindConflict, naming that tenant's id): the command line takes a
-// tenant's name where it takes its id, so a second tenant of the same name
-// would make the name useless there.
-func (s *Store) CreateUniqueTenant(ctx context.Context, name string, rateLimit int) (*Tenant, *APIKey, string, error) {
-	return s.createTenant(ctx, name, "", rateLimit, true)
-}
-
-func (s *Store) createTenant(ctx context.Context, name, adminSecret string, rateLimit int, unique bool) (*Tenant, *APIKey, string, error) {
+// CreateTenant creates a tenant with a first admin key, with a new
+// secret, and returns both; the secret is returned once and never stored.
+// It refuses a name that a tenant already has (KindConflict, naming that
+// tenant's id): the command line takes a tenant's name where it takes its
+// id, so a second tenant of the same name would make the name useless
+// there.
+func (s *Store) CreateTenant(ctx context.Context, name string, rateLimit int) (*Tenant, *APIKey, string, error) {
 	if name == "" || len(name) > MaxNameBytes {
 		return nil, nil, "", Errorf(KindInvalid, "a tenant name must be 1 to %d bytes, got %d", MaxNameBytes, len(name))
 	}
-	if adminSecret == "" {
-		adminSecret = NewAPIKeySecret()
-	}
+	secret := NewAPIKeySecret()
 	now := s.now()
 	t := &Tenant{ID: NewID(PrefixTenant), Name: name, CreatedAt: now}
-	k := newAdminKey(t.ID, adminSecret, rateLimit, now)
+	k := newAdminKey(t.ID, secret, rateLimit, now)
 	err := s.write(ctx, func(tx *gormDB) error {
-		if unique {
-			if err := lockTenants(tx, s.dialect); err != nil {
-				return err
-			}
-			same, err := tenantsNamed(tx, name)
-			if err != nil {
-				return err
-			}
-			if len(same) > 0 {
-				return Errorf(KindConflict, "a tenant named %q exists already (%s)", name, tenantIDs(same))
-			}
+		if err := lockTenants(tx, s.dialect); err != nil {
+			return err
+		}
+		same, err := tenantsNamed(tx, name)
+		if err != nil {
+			return err
+		}
+		if len(same) > 0 {
+			return Errorf(KindConflict, "a tenant named %q exists already (%s)", name, tenantIDs(same))
 		}
 		return insertTenant(tx, t, k)
 	})
 	if err != nil {
 		return nil, nil, "", err
 	}
-	return t, k, adminSecret, nil
+	return t, k, secret, nil
 }
 
 // ListTenants returns every tenant, oldest first, without its AI key.
@@ -136,7 +123,10 @@ func (s *Store) GetTenant(ctx context.Context, id string) (*Tenant, error) {
 	return &t, nil
 }
 
-// SetTenantAIKey stores the tenant's AI provider key, encrypted.
+// SetTenantAIKey stores the tenant's AI provider key, sealed with the
+// store's SecretBox under "tenant-ai-key:" and the tenant's id, so that a
+// sealed key copied to another tenant's row does not open. Nothing in the
+// service reads it back yet: it is kept for the AI features.
 func (s *Store) SetTenantAIKey(ctx context.Context, tenantID, key string) error {
 	if key == "" {
 		return Errorf(KindInvalid, "the AI key must not be empty")
@@ -150,19 +140,6 @@ func (s *Store) SetTenantAIKey(ctx context.Context, tenantID, key string) error 
 		return ErrNotFound
 	}
 	return nil
-}
-
-// TenantAIKey returns the tenant's decrypted AI provider key, or "" when none
-// is set. It exists for the AI features; no API handler calls it.
-func (s *Store) TenantAIKey(ctx context.Context, tenantID string) (string, error) {
-	var t Tenant
-	if err := s.r.WithContext(ctx).Where("id = ?", tenantID).Take(&t).Error; err != nil {
-		return "", notFoundOr(err, "load tenant")
-	}
-	if t.AIKey == nil {
-		return "", nil
-	}
-	return s.box.Open(*t.AIKey, "tenant-ai-key:"+tenantID)
 }
 
 // BootstrapTenant creates tenant name with the given admin secret (generated

@@ -57,7 +57,7 @@ func benchmarkDeliveryCPU(b *testing.B, workflowName string) {
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer recv.Close()
 	store := storetest.Open(b, models.SQLite)
-	tenant, _, _, err := store.CreateTenant(ctx, "bench", "", 100)
+	tenant, _, _, err := store.CreateTenant(ctx, "bench", 100)
 	if err != nil {
 		b.Fatal(err)
 	}

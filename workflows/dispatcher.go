@@ -83,8 +83,10 @@ const (
 // event never goes to the endpoint it is about. For an endpoint whose
 // ordering is "record" it starts nothing itself: it hands the delivery to
 // the record's sequencer (RecordSequence), which starts it in version
-// order; a record's events that such an endpoint subscribes to are handled
-// one after another, in version order, and none after one that failed.
+// order; a record's events that such an endpoint subscribes to are
+// delivered one after another, in version order, each once the one before
+// it was delivered or given up: a failing delivery holds back that
+// record's later ones to that endpoint while it retries, and no longer.
 //
 // Several dispatchers (one per worker process) share one outbox: each
 // round claims events for a lease (ClaimEvents), so that no two start the

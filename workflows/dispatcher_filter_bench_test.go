@@ -31,7 +31,7 @@ func benchFilterSetup(b *testing.B, filter map[string]any, n int) (*models.Store
 	b.Helper()
 	ctx := b.Context()
 	s := storetest.Open(b, models.SQLite)
-	tenant, _, _, err := s.CreateTenant(ctx, "t", "", 100)
+	tenant, _, _, err := s.CreateTenant(ctx, "t", 100)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -503,7 +503,14 @@ func TestDispatcherRunWokenByOtherProcess(t *testing.T) {
 	worker := db.Open(t, models.Options{})
 	f := newFixtureOn(t, api)
 	worker.ListenEvents(slog.New(slog.DiscardHandler))
-	storetest.Eventually(t, 10*time.Second, "the worker listening", worker.ListeningForEvents)
+	// The listener wakes the dispatcher once LISTEN has taken effect (events
+	// committed before it were not announced to it); the worker's store
+	// writes nothing, so this is the first wake-up it gives.
+	select {
+	case <-worker.EventWake():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker's listener did not connect within 10s")
+	}
 
 	starter := newFakeStarter()
 	disp := &Dispatcher{Store: worker, Starter: starter, Policy: testPolicy, PollInterval: time.Hour, Metrics: NewMetrics(nil)}

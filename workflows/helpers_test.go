@@ -34,7 +34,7 @@ func newFixture(t *testing.T, d models.Dialect) *fixture {
 func newFixtureOn(t *testing.T, s *models.Store) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	tenant, _, _, err := s.CreateTenant(ctx, "t", "", 100)
+	tenant, _, _, err := s.CreateTenant(ctx, "t", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ type neighbour struct {
 func (f *fixture) neighbour(t *testing.T, url string) neighbour {
 	t.Helper()
 	ctx := t.Context()
-	tenant, _, _, err := f.store.CreateTenant(ctx, "b", "", 100)
+	tenant, _, _, err := f.store.CreateTenant(ctx, "b", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

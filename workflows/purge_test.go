@@ -39,7 +39,7 @@ func TestPurgeWorkflow(t *testing.T) {
 	}
 	for i := range 3 {
 		at := now.Add(-72 * time.Hour)
-		if err := s.InsertDelivery(ctx, &models.WebhookDelivery{
+		if err := s.InsertAttempt(ctx, &models.WebhookDelivery{
 			TenantID: "ten_1", EventID: "evt_1", EventType: models.EventRecordCreated, EndpointID: "whe_1", WorkflowID: "wf",
 			RunID: "run", Attempt: i + 1, RequestURL: "https://hooks.example.com/", RequestHeaders: models.Headers{},
 			ResponseHeaders: models.Headers{}, StartedAt: at, FinishedAt: at,

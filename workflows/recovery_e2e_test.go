@@ -129,7 +129,7 @@ func newRecoveryRig(tb testing.TB, c client.Client, d models.Dialect) *recoveryR
 		tb: tb, c: c, store: storetest.NewDB(tb, d).Open(tb, models.Options{BulkRate: -1}), queue: "recovery-" + string(d), rcv: newFlippingReceiver(tb),
 		policy: activities.Schedule{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second},
 	}
-	tenant, _, _, err := r.store.CreateTenant(ctx, "acme", "", 600)
+	tenant, _, _, err := r.store.CreateTenant(ctx, "acme", 600)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestReplay(t *testing.T) {
 				RequestHeaders: models.Headers{}, ResponseHeaders: models.Headers{},
 				StartedAt: time.Now(), FinishedAt: time.Now(), Error: models.DeliveryErrHTTPStatus,
 			}
-			if err := f.store.InsertDelivery(ctx, row); err != nil {
+			if err := f.store.InsertAttempt(ctx, row); err != nil {
 				t.Fatal(err)
 			}
 			starter := newFakeStarter()

@@ -82,7 +82,7 @@ func TestBulkPacePerTenant(t *testing.T) {
 				mod *models.Module
 			}
 			newTenant := func(name string) tenant {
-				tn, _, _, err := store.CreateTenant(ctx, name, "", 600)
+				tn, _, _, err := store.CreateTenant(ctx, name, 600)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -86,7 +86,7 @@ func TestResyncRate(t *testing.T) {
 	store := storetest.NewDB(t, models.SQLite).Open(t, models.Options{BulkRate: -1}) // unpaced: the resync's own rate
 	queue := "resync-rate"
 	policy := activities.Schedule{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second}
-	tenant, _, _, err := store.CreateTenant(ctx, "acme", "", 600)
+	tenant, _, _, err := store.CreateTenant(ctx, "acme", 600)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func benchmarkOrdering(b *testing.B, tc client.Client, ordering string, oneRecor
 	}))
 	defer recv.Close()
 	store := storetest.Open(b, models.SQLite)
-	tenant, _, _, err := store.CreateTenant(ctx, "bench", "", 100)
+	tenant, _, _, err := store.CreateTenant(ctx, "bench", 100)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -87,7 +87,7 @@ type orderRig struct {
 func newOrderRig(t *testing.T, c client.Client, d models.Dialect, name string) *orderRig {
 	ctx := t.Context()
 	r := &orderRig{t: t, c: c, store: storetest.Open(t, d), rcv: newOrderReceiver(t), queue: name + "-" + string(d)}
-	tenant, _, _, err := r.store.CreateTenant(ctx, "acme", "", 600)
+	tenant, _, _, err := r.store.CreateTenant(ctx, "acme", 600)
 	if err != nil {
 		t.Fatal(err)
 	}

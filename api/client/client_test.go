@@ -29,7 +29,7 @@ func (discardLogs) Enqueue(models.AccessLog) bool { return true }
 func newAPI(t *testing.T) *client.Client {
 	t.Helper()
 	store := storetest.Open(t, models.SQLite)
-	_, _, adminKey, err := store.CreateTenant(context.Background(), "acme", "", 1_000_000)
+	_, _, adminKey, err := store.CreateTenant(context.Background(), "acme", 1_000_000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -232,6 +232,30 @@ func mustTenant(t *testing.T, s *models.Store, key string) string {
 	return k.TenantID
 }
 
+// databaseOf is the database cfg names, for a test to read or write it
+// beside the store.
+func databaseOf(cfg Config) *storetest.DB {
+	if cfg.DatabaseURL != "" {
+		return &storetest.DB{Dialect: models.Postgres, DSN: cfg.DatabaseURL}
+	}
+	return &storetest.DB{Dialect: models.SQLite, DSN: sqlitePath(cfg)}
+}
+
+// storedAIKey returns the AI provider key that the database of cfg holds
+// for tenant id, opened with cfg's secret key; "" when none is set.
+func storedAIKey(t *testing.T, cfg Config, id string) string {
+	t.Helper()
+	key, err := secretKey(cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := models.NewSecretBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return databaseOf(cfg).TenantAIKey(t, box, id)
+}
+
 // TestBootstrapGeneratedKey: without a configured key the first start
 // prints a generated admin key once; later starts print none.
 func TestBootstrapGeneratedKey(t *testing.T) {
@@ -306,9 +330,8 @@ func TestTenantCommands(t *testing.T) {
 			if got := mustTenant(t, store, created.AdminKey); got != created.TenantID {
 				t.Errorf("admin key belongs to %s, want %s", got, created.TenantID)
 			}
-			got, err := store.TenantAIKey(ctx, created.TenantID)
-			if err != nil || got != aiKey {
-				t.Errorf("AI key %q (%v), want %q", got, err, aiKey)
+			if got := storedAIKey(t, cfg, created.TenantID); got != aiKey {
+				t.Errorf("AI key %q, want %q", got, aiKey)
 			}
 
 			// create-key mints a key that authenticates for that tenant: an

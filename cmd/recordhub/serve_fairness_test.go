@@ -36,7 +36,7 @@ func TestTenantFairness(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	_, _, keyB, err := store.CreateTenant(ctx, "b", "", 100_000)
+	_, _, keyB, err := store.CreateTenant(ctx, "b", 100_000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestAPIRoleWithoutTemporal(t *testing.T) {
 			ev := pending[0]
 			row := &models.WebhookDelivery{TenantID: tenantID, EventID: ev.ID, EventType: ev.Type, EndpointID: endpointOf(t, store, tenantID),
 				WorkflowID: "w", RunID: "r", Attempt: 1, RequestHeaders: models.Headers{}, ResponseHeaders: models.Headers{}}
-			if err := store.InsertDelivery(context.Background(), row); err != nil {
+			if err := store.InsertAttempt(context.Background(), row); err != nil {
 				t.Fatal(err)
 			}
 			if st, body := call(t, "POST", base+"/api/admin/webhook-deliveries/"+row.ID+"/replay", key, ""); st != http.StatusServiceUnavailable || body["error"] != "unavailable" {

@@ -91,7 +91,7 @@ func tenantCreate(ctx context.Context, args []string, lookupEnv func(string) (st
 		return err
 	}
 	defer store.Close()
-	t, _, secret, err := store.CreateUniqueTenant(ctx, name, cfg.DefaultRateLimit)
+	t, _, secret, err := store.CreateTenant(ctx, name, cfg.DefaultRateLimit)
 	if models.ErrorKind(err) == models.KindConflict {
 		return fmt.Errorf("%w; for another admin key of that tenant: recordhub tenant create-key %s --admin", err, shellQuote(name))
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -132,4 +133,71 @@ func (db *DB) Rebind(query string) string {
 func OpenWithClock(t testing.TB, d models.Dialect, now func() time.Time) *models.Store {
 	t.Helper()
 	return NewDB(t, d).Open(t, models.Options{Now: now})
+}
+
+// NameTenant renames tenant id to name in the database, bypassing the
+// store, which refuses a second tenant of a name: it makes the tenants
+// that share a name that a database made before names were unique may
+// hold.
+func (db *DB) NameTenant(t testing.TB, id, name string) {
+	t.Helper()
+	res, err := db.SQL(t).Exec(db.Rebind("UPDATE tenants SET name = ? WHERE id = ?"), name, id)
+	if err != nil {
+		t.Fatalf("rename tenant %s: %v", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("rename tenant %s: %d rows (%v), want 1", id, n, err)
+	}
+}
+
+// TenantAIKey returns the AI provider key stored for tenant id, "" when
+// none is, opened with box as the store seals it. The test fails when the
+// tenant is missing or the stored value does not open: a key stored in
+// clear, or sealed for another tenant.
+func (db *DB) TenantAIKey(t testing.TB, box *models.SecretBox, id string) string {
+	t.Helper()
+	var sealed sql.NullString
+	if err := db.SQL(t).QueryRow(db.Rebind("SELECT ai_key FROM tenants WHERE id = ?"), id).Scan(&sealed); err != nil {
+		t.Fatalf("read the AI key of tenant %s: %v", id, err)
+	}
+	if !sealed.Valid {
+		return ""
+	}
+	key, err := box.Open(sealed.String, "tenant-ai-key:"+id)
+	if err != nil {
+		t.Fatalf("open the AI key of tenant %s: %v", id, err)
+	}
+	return key
+}
+
+// EventsCommittedAfter returns the ids of the events committed after the
+// outbox position pos (a resync's): on PostgreSQL those whose transaction
+// pos's snapshot does not see, on SQLite those written after its row id.
+func (db *DB) EventsCommittedAfter(t testing.TB, pos string) map[string]bool {
+	t.Helper()
+	query, arg := "SELECT id FROM events WHERE txid IS NOT NULL AND NOT pg_visible_in_snapshot(txid::text::xid8, CAST(? AS pg_snapshot))", any(pos)
+	if db.Dialect != models.Postgres {
+		n, err := strconv.ParseInt(pos, 10, 64)
+		if err != nil {
+			t.Fatalf("outbox position %q is not one of SQLite's: %v", pos, err)
+		}
+		query, arg = "SELECT id FROM events WHERE rowid > ?", n
+	}
+	rows, err := db.SQL(t).Query(db.Rebind(query), arg)
+	if err != nil {
+		t.Fatalf("events committed after %s: %v", pos, err)
+	}
+	defer rows.Close()
+	ids := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatalf("events committed after %s: %v", pos, err)
+		}
+		ids[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("events committed after %s: %v", pos, err)
+	}
+	return ids
 }
