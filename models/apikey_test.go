@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,9 +39,13 @@ func kindOf(err error) models.Kind {
 	return models.ErrorKind(err)
 }
 
+// tenants numbers newTenant's tenants: a tenant's name is unique in its
+// store.
+var tenants atomic.Int64
+
 func newTenant(t *testing.T, s *models.Store) (tenantID, adminSecret string) {
 	t.Helper()
-	tn, _, secret, err := s.CreateTenant(context.Background(), "t", 600)
+	tn, _, secret, err := s.CreateTenant(context.Background(), fmt.Sprintf("t%d", tenants.Add(1)), 600)
 	if err != nil {
 		t.Fatalf("create tenant: %v", err)
 	}
