@@ -272,14 +272,15 @@ func (s *Store) insertBulk(ctx context.Context, e *WebhookEndpoint, kind string,
 	return fmt.Errorf("create %s: %w", kind, err)
 }
 
-// takeBulk reads into row the tenant's kind job of an endpoint that cond
-// (with args) picks; ErrNotFound when there is none.
-func (s *Store) takeBulk(ctx context.Context, row any, what, cond string, args ...any) error {
-	err := s.r.WithContext(ctx).Where("tenant_id = ? AND endpoint_id = ? AND "+cond, args...).Take(row).Error
-	if err != nil {
-		return notFoundOr(err, what)
+// takeBulk reads the tenant's job of an endpoint that cond (with args)
+// picks, a *WebhookRecovery or *WebhookResync; ErrNotFound when there is
+// none.
+func takeBulk[R WebhookRecovery | WebhookResync](ctx context.Context, s *Store, what, cond string, args ...any) (*R, error) {
+	var r R
+	if err := s.r.WithContext(ctx).Where("tenant_id = ? AND endpoint_id = ? AND "+cond, args...).Take(&r).Error; err != nil {
+		return nil, notFoundOr(err, what)
 	}
-	return nil
+	return &r, nil
 }
 
 // setBulkCounts writes a running job's counts (columns of model's table).

@@ -108,20 +108,12 @@ func (s *Store) CreateRecovery(ctx context.Context, e *WebhookEndpoint, since, u
 // RunningRecovery returns the endpoint's running recovery, ErrNotFound
 // when none runs.
 func (s *Store) RunningRecovery(ctx context.Context, tenantID, endpointID string) (*WebhookRecovery, error) {
-	var r WebhookRecovery
-	if err := s.takeBulk(ctx, &r, "load running recovery", "status = ?", tenantID, endpointID, RecoveryRunning); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return takeBulk[WebhookRecovery](ctx, s, "load running recovery", "status = ?", tenantID, endpointID, RecoveryRunning)
 }
 
 // GetRecovery returns one of the tenant's recoveries of an endpoint.
 func (s *Store) GetRecovery(ctx context.Context, tenantID, endpointID, id string) (*WebhookRecovery, error) {
-	var r WebhookRecovery
-	if err := s.takeBulk(ctx, &r, "load recovery", "id = ?", tenantID, endpointID, id); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return takeBulk[WebhookRecovery](ctx, s, "load recovery", "id = ?", tenantID, endpointID, id)
 }
 
 // SetRecoveryProgress writes a running recovery's counts (totals).

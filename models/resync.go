@@ -197,20 +197,12 @@ func (s *Store) resyncModules(ctx context.Context, e *WebhookEndpoint) ([]Module
 // RunningResync returns the endpoint's running resync, ErrNotFound when
 // none runs.
 func (s *Store) RunningResync(ctx context.Context, tenantID, endpointID string) (*WebhookResync, error) {
-	var r WebhookResync
-	if err := s.takeBulk(ctx, &r, "load running resync", "status = ?", tenantID, endpointID, ResyncRunning); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return takeBulk[WebhookResync](ctx, s, "load running resync", "status = ?", tenantID, endpointID, ResyncRunning)
 }
 
 // GetResync returns one of the tenant's resyncs of an endpoint.
 func (s *Store) GetResync(ctx context.Context, tenantID, endpointID, id string) (*WebhookResync, error) {
-	var r WebhookResync
-	if err := s.takeBulk(ctx, &r, "load resync", "id = ?", tenantID, endpointID, id); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return takeBulk[WebhookResync](ctx, s, "load resync", "id = ?", tenantID, endpointID, id)
 }
 
 // SetResyncProgress writes a running resync's counts (totals).
