@@ -53,7 +53,8 @@ type bulkRow interface {
 // getBulk answers the status of a resync or a recovery (kind) that load
 // reads: the row as stored, or, while it says it runs, as check finds its
 // workflow. A nil check (no delivery in this process) and a Temporal
-// that does not answer leave the row as stored, a fair answer then.
+// that does not answer leave the row as stored, a fair answer then. The
+// job's id is the route's kind+"Id" parameter (recoveryId, resyncId).
 func getBulk[R bulkRow, J any](s *Server, c *gin.Context, kind string, load func(ctx context.Context, tenantID, endpointID, id string) (R, error),
 	check func(ctx context.Context, row R) (R, error), out func(R) J) {
 	ctx := c.Request.Context()

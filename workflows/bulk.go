@@ -136,9 +136,9 @@ type Describer interface {
 
 var _ Describer = client.Client(nil)
 
-// recoverySettle is how long after its row is written a job's workflow may
+// bulkSettle is how long after its row is written a job's workflow may
 // still be being started (Start's own bound, twice over).
-const recoverySettle = 2 * startTimeout
+const bulkSettle = 2 * startTimeout
 
 // bulkRow is a bulk job's row: *models.WebhookRecovery, *models.WebhookResync.
 type bulkRow interface {
@@ -176,7 +176,7 @@ type bulkJobs[R bulkRow] struct {
 // Temporal that does not answer (an error) leave row as it is.
 func (b bulkJobs[R]) check(ctx context.Context, row R) (R, error) {
 	job := row.Job()
-	if b.describer == nil || job.Status != models.RecoveryRunning || b.now().Sub(job.StartedAt) < recoverySettle {
+	if b.describer == nil || job.Status != models.RecoveryRunning || b.now().Sub(job.StartedAt) < bulkSettle {
 		return row, nil
 	}
 	var why string
