@@ -3,15 +3,10 @@ package activities
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
-	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/recordhub/recordhub/models"
 )
@@ -61,23 +56,16 @@ const (
 // Recoverer runs bulk recoveries: the RecoverPage and
 // FinishRecovery activities of the Recovery workflow.
 type Recoverer struct {
-	store       RecoveryStore
-	starter     ReplayStarter
-	concurrency int
-	now         func() time.Time
+	bulkPages
+	store   RecoveryStore
+	starter ReplayStarter
 }
 
 // NewRecoverer returns a Recoverer reading through store and starting
 // replays with starter; concurrency below 1 means
 // DefaultRecoveryConcurrency, a nil now time.Now.
 func NewRecoverer(store RecoveryStore, starter ReplayStarter, concurrency int, now func() time.Time) *Recoverer {
-	if concurrency < 1 {
-		concurrency = DefaultRecoveryConcurrency
-	}
-	if now == nil {
-		now = time.Now
-	}
-	return &Recoverer{store: store, starter: starter, concurrency: concurrency, now: now}
+	return &Recoverer{bulkPages: newBulkPages(store, concurrency, DefaultRecoveryConcurrency, now), store: store, starter: starter}
 }
 
 // RecoverPageInput asks for one page of a recovery. Its times are the
@@ -130,11 +118,7 @@ type RecoverPageOutput struct {
 // left under it, reads one event more to know whether any is left, and
 // if so records the recovery capped and ends it (Done).
 func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (RecoverPageOutput, error) {
-	limit := in.Limit
-	if limit < 1 {
-		limit = DefaultRecoveryPage
-	}
-	limit = r.store.BulkPageLimit(limit)
+	limit := r.pageLimit(in.Limit, DefaultRecoveryPage)
 	// left is what the cap leaves this page and those after it; when it is
 	// no more than a page (last), the page asks one event more, to tell a
 	// recovery that ended exactly at its cap from one with events left.
@@ -146,15 +130,9 @@ func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (Recov
 	// Waits at the tenant's pace are not a dead worker.
 	stop := keepAlive(ctx)
 	defer stop()
-	ep, err := r.store.GetEndpoint(ctx, in.TenantID, in.EndpointID)
-	if errors.Is(err, models.ErrNotFound) {
-		return RecoverPageOutput{}, temporal.NewNonRetryableApplicationError("the endpoint was deleted", ErrTypeRecoveryStopped, err)
-	}
+	ep, err := pageEndpoint(ctx, r.store, in.TenantID, in.EndpointID, ErrTypeRecoveryStopped)
 	if err != nil {
-		return RecoverPageOutput{}, fmt.Errorf("load endpoint: %w", err)
-	}
-	if !ep.Enabled {
-		return RecoverPageOutput{}, temporal.NewNonRetryableApplicationError("the endpoint was disabled", ErrTypeRecoveryStopped, nil)
+		return RecoverPageOutput{}, err
 	}
 	page, err := r.store.RecoveryPage(ctx, models.RecoveryPageQuery{
 		TenantID: in.TenantID, EndpointID: in.EndpointID, Since: in.Since, Until: in.Until, AsOf: in.AsOf,
@@ -206,7 +184,12 @@ func (r *Recoverer) RecoverPage(ctx context.Context, in RecoverPageInput) (Recov
 	if err != nil {
 		return RecoverPageOutput{}, err
 	}
-	if err := r.startAll(ctx, in.TenantID, replay, ep, wids); err != nil {
+	err = startPaced(ctx, r.bulkPages, in.TenantID, replay,
+		func(c *models.RecoveryCandidate) string { return "replay of " + c.EventID },
+		func(ctx context.Context, c *models.RecoveryCandidate) error {
+			return r.starter.StartReplay(ctx, c.Event, ep, c.ReplayOf, wids[c.EventID])
+		})
+	if err != nil {
 		return RecoverPageOutput{}, err
 	}
 	out.Replayed = len(replay)
@@ -236,48 +219,6 @@ func resumeSince(next models.RecoveryCandidate, since time.Time) time.Time {
 		return at
 	}
 	return since
-}
-
-// startAll starts the replays of cs, r.concurrency at a time at the
-// tenant's pace, and returns the first error; after one, it starts no
-// more.
-func (r *Recoverer) startAll(ctx context.Context, tenantID string, cs []models.RecoveryCandidate, ep *models.WebhookEndpoint, wids map[string]string) error {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, r.concurrency)
-		once  sync.Once
-		first error
-		paced = newPace(r.store, tenantID, len(cs), r.now)
-	)
-	for _, c := range cs {
-		sem <- struct{}{}
-		if err := paced.wait(sctx); err != nil && sctx.Err() == nil {
-			once.Do(func() { first = err; cancel() })
-		}
-		if sctx.Err() != nil {
-			<-sem
-			break
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := r.starter.StartReplay(sctx, c.Event, ep, c.ReplayOf, wids[c.EventID]); err != nil {
-				once.Do(func() {
-					first = fmt.Errorf("replay of %s: %w", c.EventID, err)
-					cancel()
-				})
-			}
-		})
-		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx)
-		}
-	}
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	return ctx.Err()
 }
 
 // FinishRecoveryInput ends a recovery.

@@ -2,12 +2,8 @@ package activities
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/recordhub/recordhub/models"
@@ -48,23 +44,16 @@ const ErrTypeResyncStopped = "ResyncStopped"
 // Resyncer runs resyncs: the ResyncPage and FinishResync activities of the
 // Resync workflow.
 type Resyncer struct {
-	store       ResyncStore
-	starter     SnapshotStarter
-	concurrency int
-	now         func() time.Time
+	bulkPages
+	store   ResyncStore
+	starter SnapshotStarter
 }
 
 // NewResyncer returns a Resyncer reading through store and starting
 // snapshot deliveries with starter; concurrency below 1 means
 // DefaultResyncConcurrency, a nil now time.Now.
 func NewResyncer(store ResyncStore, starter SnapshotStarter, concurrency int, now func() time.Time) *Resyncer {
-	if concurrency < 1 {
-		concurrency = DefaultResyncConcurrency
-	}
-	if now == nil {
-		now = time.Now
-	}
-	return &Resyncer{store: store, starter: starter, concurrency: concurrency, now: now}
+	return &Resyncer{bulkPages: newBulkPages(store, concurrency, DefaultResyncConcurrency, now), store: store, starter: starter}
 }
 
 // ResyncPageInput asks for one page of a resync. Its position and start
@@ -104,22 +93,12 @@ type ResyncPageOutput struct {
 // page, which Temporal retries: the starts that went through are then
 // refused as already started.
 func (r *Resyncer) ResyncPage(ctx context.Context, in ResyncPageInput) (ResyncPageOutput, error) {
-	limit := in.Limit
-	if limit < 1 {
-		limit = DefaultResyncPage
-	}
-	limit = r.store.BulkPageLimit(limit)
+	limit := r.pageLimit(in.Limit, DefaultResyncPage)
 	stop := keepAlive(ctx)
 	defer stop()
-	ep, err := r.store.GetEndpoint(ctx, in.TenantID, in.EndpointID)
-	if errors.Is(err, models.ErrNotFound) {
-		return ResyncPageOutput{}, temporal.NewNonRetryableApplicationError("the endpoint was deleted", ErrTypeResyncStopped, err)
-	}
+	ep, err := pageEndpoint(ctx, r.store, in.TenantID, in.EndpointID, ErrTypeResyncStopped)
 	if err != nil {
-		return ResyncPageOutput{}, fmt.Errorf("load endpoint: %w", err)
-	}
-	if !ep.Enabled {
-		return ResyncPageOutput{}, temporal.NewNonRetryableApplicationError("the endpoint was disabled", ErrTypeResyncStopped, nil)
+		return ResyncPageOutput{}, err
 	}
 	if !ep.SubscribesSnapshots() {
 		return ResyncPageOutput{}, temporal.NewNonRetryableApplicationError("the endpoint no longer takes record_snapshot events", ErrTypeResyncStopped, nil)
@@ -135,7 +114,7 @@ func (r *Resyncer) ResyncPage(ctx context.Context, in ResyncPageInput) (ResyncPa
 	}
 	last := page[len(page)-1]
 	out.Last = models.ResyncCursor{ModuleID: last.Module.ID, RecordID: last.Record.ID}
-	rs := &models.WebhookResync{ID: in.ResyncID, TenantID: in.TenantID, EndpointID: in.EndpointID, StartedAt: in.StartedAt}
+	rs := &models.WebhookResync{BulkJob: models.BulkJob{ID: in.ResyncID, TenantID: in.TenantID, EndpointID: in.EndpointID, StartedAt: in.StartedAt}}
 	var events []models.Event
 	for i := range page {
 		if page[i].Covered {
@@ -157,7 +136,10 @@ func (r *Resyncer) ResyncPage(ctx context.Context, in ResyncPageInput) (ResyncPa
 		return ResyncPageOutput{}, err
 	}
 	heartbeat(ctx)
-	if err := r.startAll(ctx, in.TenantID, events, ep); err != nil {
+	err = startPaced(ctx, r.bulkPages, in.TenantID, events,
+		func(ev *models.Event) string { return "snapshot " + ev.ID },
+		func(ctx context.Context, ev *models.Event) error { return r.starter.StartSnapshot(ctx, ev, ep) })
+	if err != nil {
 		return ResyncPageOutput{}, err
 	}
 	out.Sent = len(events)
@@ -166,47 +148,6 @@ func (r *Resyncer) ResyncPage(ctx context.Context, in ResyncPageInput) (ResyncPa
 		return ResyncPageOutput{}, err
 	}
 	return out, nil
-}
-
-// startAll starts the deliveries of events, r.concurrency at a time at
-// the tenant's pace, and returns the first error; after one, it starts no
-// more.
-func (r *Resyncer) startAll(ctx context.Context, tenantID string, events []models.Event, ep *models.WebhookEndpoint) error {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, r.concurrency)
-		once  sync.Once
-		first error
-		paced = newPace(r.store, tenantID, len(events), r.now)
-	)
-	for i := range events {
-		sem <- struct{}{}
-		if err := paced.wait(sctx); err != nil && sctx.Err() == nil {
-			once.Do(func() { first = err; cancel() })
-		}
-		if sctx.Err() != nil {
-			<-sem
-			break
-		}
-		ev := &events[i]
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := r.starter.StartSnapshot(sctx, ev, ep); err != nil {
-				once.Do(func() {
-					first = fmt.Errorf("snapshot %s: %w", ev.ID, err)
-					cancel()
-				})
-			}
-		})
-		heartbeat(ctx)
-	}
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	return ctx.Err()
 }
 
 // FinishResyncInput ends a resync.
@@ -221,40 +162,4 @@ type FinishResyncInput struct {
 // FinishResync records the end of a resync, at this worker's clock.
 func (r *Resyncer) FinishResync(ctx context.Context, in FinishResyncInput) error {
 	return r.store.FinishResync(ctx, in.ResyncID, in.Status, in.Progress, in.Error, r.now())
-}
-
-// keepAlive heartbeats every second until stopped, so that the heartbeat
-// timeout means what it is for, a worker that died, and not a page whose
-// starts are slow because Temporal is busy.
-func keepAlive(ctx context.Context) (stop func()) {
-	if !activity.IsActivity(ctx) {
-		return func() {}
-	}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	return func() { close(done); <-stopped }
-}
-
-// heartbeat tells Temporal that the page's worker is alive: one step of a
-// page (its read, its write, each start) is far shorter than the heartbeat
-// timeout, a page is not.
-func heartbeat(ctx context.Context) {
-	if activity.IsActivity(ctx) {
-		activity.RecordHeartbeat(ctx)
-	}
 }

@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -52,52 +50,25 @@ func (s *Server) adminRecoverEndpoint(c *gin.Context) {
 		s.fail(c, models.ValidationError(errs))
 		return
 	}
-	// The endpoint is looked up before Temporal is needed: a foreign id is
-	// a 404 wherever the recovery would run.
-	if _, err := s.store.GetEndpoint(c.Request.Context(), tenantOf(c), c.Param("id")); err != nil {
-		s.fail(c, err)
-		return
-	}
-	if s.recoverer == nil {
-		failCode(c, http.StatusServiceUnavailable, codeUnavailable, "webhook delivery is not running in this process")
+	if !s.bulkCanStart(c, s.recoverer != nil) {
 		return
 	}
 	rec, err := s.recoverer.StartRecovery(c.Request.Context(), tenantOf(c), c.Param("id"), *since, until)
-	if refuseTenantBulk(c, err) {
-		return
-	}
-	var running *models.RecoveryRunningError
-	if errors.As(err, &running) {
-		c.AbortWithStatusJSON(http.StatusConflict, recoveryConflictBody{
-			errorBody:  errorBody{Error: string(models.KindConflict), Message: running.Error(), RequestID: requestID(c)},
-			RecoveryID: running.Running.ID, WorkflowID: running.Running.WorkflowID,
+	startedBulk(s, c, "recoveries", rec, err,
+		func(base errorBody, running *models.BulkJob) any {
+			return recoveryConflictBody{errorBody: base, RecoveryID: running.ID, WorkflowID: running.WorkflowID}
+		},
+		func(rec *models.WebhookRecovery) recoveryStartedJSON {
+			return recoveryStartedJSON{RecoveryID: rec.ID, WorkflowID: rec.WorkflowID}
 		})
-		return
-	}
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	c.Header("Location", "/api/admin/webhook-endpoints/"+rec.EndpointID+"/recoveries/"+rec.ID)
-	c.JSON(http.StatusAccepted, recoveryStartedJSON{RecoveryID: rec.ID, WorkflowID: rec.WorkflowID})
 }
 
 func (s *Server) adminGetRecovery(c *gin.Context) {
-	ctx := c.Request.Context()
-	rec, err := s.store.GetRecovery(ctx, tenantOf(c), c.Param("id"), c.Param("recoveryId"))
-	if err != nil {
-		s.fail(c, err)
-		return
+	var check func(context.Context, *models.WebhookRecovery) (*models.WebhookRecovery, error)
+	if s.recoverer != nil {
+		check = s.recoverer.CheckRecovery
 	}
-	if rec.Status == models.RecoveryRunning && s.recoverer != nil {
-		// The row as stored is a fair answer when Temporal cannot be asked.
-		if checked, err := s.recoverer.CheckRecovery(ctx, rec); err != nil {
-			s.log.WarnContext(ctx, "check recovery", "recovery", rec.ID, "err", err)
-		} else {
-			rec = checked
-		}
-	}
-	c.JSON(http.StatusOK, recoveryOut(rec))
+	getBulk(s, c, models.BulkRecovery, s.store.GetRecovery, check, recoveryOut)
 }
 
 // bodyTime parses a time value of a JSON body (models.ParseTime): nil when

@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -64,47 +62,21 @@ func (s *Server) adminResyncEndpoint(c *gin.Context) {
 	if !s.readJSON(c, &in, true) {
 		return
 	}
-	if _, err := s.store.GetEndpoint(c.Request.Context(), tenantOf(c), c.Param("id")); err != nil {
-		s.fail(c, err)
-		return
-	}
-	if s.resyncer == nil {
-		failCode(c, http.StatusServiceUnavailable, codeUnavailable, "webhook delivery is not running in this process")
+	if !s.bulkCanStart(c, s.resyncer != nil) {
 		return
 	}
 	rs, err := s.resyncer.StartResync(c.Request.Context(), tenantOf(c), c.Param("id"))
-	if refuseTenantBulk(c, err) {
-		return
-	}
-	var running *models.ResyncRunningError
-	if errors.As(err, &running) {
-		c.AbortWithStatusJSON(http.StatusConflict, resyncConflictBody{
-			errorBody: errorBody{Error: string(models.KindConflict), Message: running.Error(), RequestID: requestID(c)},
-			ResyncID:  running.Running.ID, WorkflowID: running.Running.WorkflowID,
-		})
-		return
-	}
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	c.Header("Location", "/api/admin/webhook-endpoints/"+rs.EndpointID+"/resyncs/"+rs.ID)
-	c.JSON(http.StatusAccepted, resyncOut(rs))
+	startedBulk(s, c, "resyncs", rs, err,
+		func(base errorBody, running *models.BulkJob) any {
+			return resyncConflictBody{errorBody: base, ResyncID: running.ID, WorkflowID: running.WorkflowID}
+		},
+		resyncOut)
 }
 
 func (s *Server) adminGetResync(c *gin.Context) {
-	ctx := c.Request.Context()
-	rs, err := s.store.GetResync(ctx, tenantOf(c), c.Param("id"), c.Param("resyncId"))
-	if err != nil {
-		s.fail(c, err)
-		return
+	var check func(context.Context, *models.WebhookResync) (*models.WebhookResync, error)
+	if s.resyncer != nil {
+		check = s.resyncer.CheckResync
 	}
-	if rs.Status == models.ResyncRunning && s.resyncer != nil {
-		if checked, err := s.resyncer.CheckResync(ctx, rs); err != nil {
-			s.log.WarnContext(ctx, "check resync", "resync", rs.ID, "err", err)
-		} else {
-			rs = checked
-		}
-	}
-	c.JSON(http.StatusOK, resyncOut(rs))
+	getBulk(s, c, models.BulkResync, s.store.GetResync, check, resyncOut)
 }

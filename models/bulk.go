@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -174,4 +175,140 @@ func bulkRunning(n int) int {
 		return DefaultBulkRunning
 	}
 	return n
+}
+
+// BulkJob is what the rows of a resync and of a recovery share: who asked
+// for it, its number and workflow, and how it stands. WebhookResync and
+// WebhookRecovery embed it, so that starting, checking and finishing one
+// is written once for both.
+type BulkJob struct {
+	ID         string `gorm:"primaryKey"`
+	TenantID   string
+	EndpointID string
+	// N is the job's number among the endpoint's jobs of its kind.
+	N          int `gorm:"column:n"`
+	WorkflowID string
+	Status     string
+	// Error says why a failed job stopped.
+	Error      string
+	StartedAt  time.Time `gorm:"autoCreateTime:false"`
+	FinishedAt *time.Time
+}
+
+// Job returns the shared part of a resync's or recovery's row.
+func (j *BulkJob) Job() *BulkJob { return j }
+
+// runningConflict is the refusal of a kind job of an endpoint that runs
+// one, id, already.
+func runningConflict(kind, id string) *Error {
+	return Errorf(KindConflict, "%s %s of this endpoint is running; wait for it to end (its status route) before starting another", kind, id)
+}
+
+// createBulkTries bounds the attempts to record a job when the running
+// one it collided with ended before it could be read.
+const createBulkTries = 3
+
+// claimBulk runs insert, which records a new kind job of an endpoint, up
+// to tries times. The database holds one running job of a kind per
+// endpoint (a partial unique index), so that processes racing each other
+// cannot both start one: when it refuses, running reads the running one
+// and refuse names it; one that ended before it could be read is tried
+// again, and after the last try the caller is told to.
+func claimBulk[R any](tries int, kind string, insert func() (R, error), running func() (R, error), refuse func(R) error) (R, error) {
+	var none R
+	for try := 1; ; try++ {
+		r, err := insert()
+		if !isUniqueViolation(err) {
+			return r, err
+		}
+		run, rerr := running()
+		switch {
+		case rerr == nil:
+			return none, refuse(run)
+		case !errors.Is(rerr, ErrNotFound):
+			return none, rerr
+		case try >= tries:
+			return none, Errorf(KindConflict, "another %s of this endpoint was started at the same moment; try again", kind)
+		}
+	}
+}
+
+// insertBulk inserts row, whose shared part is job, as endpoint e's next
+// kind job, in one transaction that first checks the tenant's bound
+// (*TenantBulkError), numbers it from the endpoint's counter of its kind
+// and gives it the workflow id workflowID derives from the number; fill,
+// when set, completes the row in that transaction. Numbers come from a
+// counter on the endpoint, not from the rows, which retention deletes: a
+// number refused here is not used up, and a number is never given twice.
+func (s *Store) insertBulk(ctx context.Context, e *WebhookEndpoint, kind string, job *BulkJob, row any, workflowID func(n int) string, fill func(tx *gorm.DB) error) error {
+	seq := kind + "_seq" // recovery_seq, resync_seq
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := s.checkTenantBulk(tx, e.TenantID, kind, e.ID); err != nil {
+			return err
+		}
+		// The update locks the endpoint's row on PostgreSQL: concurrent
+		// creates of one endpoint take their numbers in turn.
+		res := tx.Exec("UPDATE webhook_endpoints SET "+seq+" = "+seq+" + 1 WHERE id = ? AND tenant_id = ?", e.ID, e.TenantID)
+		if res.Error != nil {
+			return fmt.Errorf("next %s number: %w", kind, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		if err := tx.Raw("SELECT "+seq+" FROM webhook_endpoints WHERE id = ?", e.ID).Scan(&job.N).Error; err != nil {
+			return fmt.Errorf("next %s number: %w", kind, err)
+		}
+		job.WorkflowID = workflowID(job.N)
+		if fill != nil {
+			if err := fill(tx); err != nil {
+				return err
+			}
+		}
+		return tx.Create(row).Error
+	})
+	if err == nil || errors.Is(err, ErrNotFound) || isUniqueViolation(err) || errors.As(err, new(*TenantBulkError)) {
+		return err
+	}
+	return fmt.Errorf("create %s: %w", kind, err)
+}
+
+// takeBulk reads the tenant's job of an endpoint that cond (with args)
+// picks, a *WebhookRecovery or *WebhookResync; ErrNotFound when there is
+// none.
+func takeBulk[R WebhookRecovery | WebhookResync](ctx context.Context, s *Store, what, cond string, args ...any) (*R, error) {
+	var r R
+	if err := s.r.WithContext(ctx).Where("tenant_id = ? AND endpoint_id = ? AND "+cond, args...).Take(&r).Error; err != nil {
+		return nil, notFoundOr(err, what)
+	}
+	return &r, nil
+}
+
+// setBulkCounts writes a running job's counts (columns of model's table).
+// They are totals, not increments, so that a page retried after a crash
+// writes the same figures again.
+func (s *Store) setBulkCounts(ctx context.Context, model any, kind, id string, counts map[string]any) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		return tx.Model(model).Where("id = ? AND status = ?", id, RecoveryRunning).Updates(counts).Error
+	})
+	if err != nil {
+		return fmt.Errorf("%s progress: %w", kind, err)
+	}
+	return nil
+}
+
+// finishBulk ends a running job as completed or failed (with why) at at,
+// with its final counts. Finishing a finished job changes nothing: a job
+// that another process ended keeps its own end.
+func (s *Store) finishBulk(ctx context.Context, model any, kind, id, status string, counts map[string]any, why string, at time.Time) error {
+	if status != RecoveryCompleted && status != RecoveryFailed {
+		return fmt.Errorf("finish %s: status %q is not an end", kind, status)
+	}
+	counts["status"], counts["error"], counts["finished_at"] = status, StorableText(why, maxRecoveryError), at.UTC()
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		return tx.Model(model).Where("id = ? AND status = ?", id, RecoveryRunning).Updates(counts).Error
+	})
+	if err != nil {
+		return fmt.Errorf("finish %s: %w", kind, err)
+	}
+	return nil
 }

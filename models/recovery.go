@@ -24,28 +24,24 @@ const (
 // to the endpoint started in [WindowSince, WindowUntil) and never
 // succeeded. Its counts are written after each page.
 type WebhookRecovery struct {
-	ID          string `gorm:"primaryKey"`
-	TenantID    string
-	EndpointID  string
-	N           int `gorm:"column:n"`
-	WorkflowID  string
+	BulkJob
 	WindowSince time.Time
 	WindowUntil time.Time
-	Status      string
 	// Found counts the events the recovery found to replay so far;
 	// Replayed those whose replay it started; Failed those it could not
 	// replay (the event is no longer stored).
 	Found, Replayed, Failed int
-	// Error says why a failed recovery stopped.
-	Error      string
-	StartedAt  time.Time `gorm:"autoCreateTime:false"`
-	FinishedAt *time.Time
 	// Capped: the recovery stopped at its cap (MaxRecoveryEvents) with
 	// events left in its window. CappedAtEventID is the last event it
 	// took; NextSince is where the next recovery of the rest starts.
 	Capped          bool
 	CappedAtEventID *string
 	NextSince       *time.Time
+}
+
+// Progress is the recovery's counts as its row holds them.
+func (r *WebhookRecovery) Progress() RecoveryProgress {
+	return RecoveryProgress{Found: r.Found, Replayed: r.Replayed, Failed: r.Failed}
 }
 
 // MaxRecoveryEvents is the most events one recovery finds (replayed or
@@ -65,9 +61,10 @@ func (e *RecoveryRunningError) Error() string { return e.conflict().Message }
 // need its kind.
 func (e *RecoveryRunningError) Unwrap() error { return e.conflict() }
 
-func (e *RecoveryRunningError) conflict() *Error {
-	return Errorf(KindConflict, "recovery %s of this endpoint is running; wait for it to end (its status route) before starting another", e.Running.ID)
-}
+// RunningJob is the running recovery the refusal names.
+func (e *RecoveryRunningError) RunningJob() *BulkJob { return &e.Running.BulkJob }
+
+func (e *RecoveryRunningError) conflict() *Error { return runningConflict(BulkRecovery, e.Running.ID) }
 
 // RecoveryProgress is what a recovery has done so far.
 //
@@ -80,104 +77,48 @@ type RecoveryProgress struct {
 	Failed   int `json:"Failed"`
 }
 
-// createRecoveryTries bounds CreateRecovery's attempts when the running
-// recovery it collided with ended before it could be read.
-const createRecoveryTries = 3
+// columns are the progress as the recovery's row stores it.
+func (p RecoveryProgress) columns() map[string]any {
+	return map[string]any{"found": p.Found, "replayed": p.Replayed, "failed": p.Failed}
+}
 
 // CreateRecovery records a new recovery of endpoint e's deliveries in
 // [since, until), asked for at asOf, running, numbered with the endpoint's
 // next recovery number, and returns it with the workflow id that
-// workflowID derives from its number. An endpoint with a running recovery
-// gets *RecoveryRunningError naming it: the database holds one running
-// recovery per endpoint (a partial unique index), so that processes
-// racing each other cannot both start one. A tenant that runs as many
-// resyncs and recoveries as its bound gets *TenantBulkError naming them. Numbers come from a counter on
-// the endpoint, not from the rows, which retention deletes: a number
-// refused here is not used up, and a number is never given twice.
+// workflowID derives from its number (see insertBulk). An endpoint with a
+// running recovery gets *RecoveryRunningError naming it (see claimBulk); a
+// tenant that runs as many resyncs and recoveries as its bound,
+// *TenantBulkError naming them.
 func (s *Store) CreateRecovery(ctx context.Context, e *WebhookEndpoint, since, until, asOf time.Time, workflowID func(n int) string) (*WebhookRecovery, error) {
-	for try := 1; ; try++ {
-		r, err := s.createRecovery(ctx, e, since, until, asOf, workflowID)
-		if !isUniqueViolation(err) {
-			return r, err
-		}
-		running, rerr := s.RunningRecovery(ctx, e.TenantID, e.ID)
-		switch {
-		case rerr == nil:
-			return nil, &RecoveryRunningError{Running: running}
-		case !errors.Is(rerr, ErrNotFound):
-			return nil, rerr
-		case try == createRecoveryTries:
-			return nil, Errorf(KindConflict, "another recovery of this endpoint was started at the same moment; try again")
-		}
-	}
-}
-
-func (s *Store) createRecovery(ctx context.Context, e *WebhookEndpoint, since, until, asOf time.Time, workflowID func(n int) string) (*WebhookRecovery, error) {
-	r := &WebhookRecovery{
-		ID: NewID(PrefixRecovery), TenantID: e.TenantID, EndpointID: e.ID,
-		WindowSince: since.UTC(), WindowUntil: until.UTC(), Status: RecoveryRunning, StartedAt: asOf.UTC(),
-	}
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		if err := s.checkTenantBulk(tx, e.TenantID, BulkRecovery, e.ID); err != nil {
-			return err
-		}
-		// The update locks the endpoint's row on PostgreSQL: concurrent
-		// creates of one endpoint take their numbers in turn.
-		res := tx.Exec("UPDATE webhook_endpoints SET recovery_seq = recovery_seq + 1 WHERE id = ? AND tenant_id = ?", e.ID, e.TenantID)
-		if res.Error != nil {
-			return fmt.Errorf("next recovery number: %w", res.Error)
-		}
-		if res.RowsAffected == 0 {
-			return ErrNotFound
-		}
-		if err := tx.Raw("SELECT recovery_seq FROM webhook_endpoints WHERE id = ?", e.ID).Scan(&r.N).Error; err != nil {
-			return fmt.Errorf("next recovery number: %w", err)
-		}
-		r.WorkflowID = workflowID(r.N)
-		return tx.Create(r).Error
-	})
-	if err != nil {
-		if errors.Is(err, ErrNotFound) || isUniqueViolation(err) || errors.As(err, new(*TenantBulkError)) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("create recovery: %w", err)
-	}
-	return r, nil
+	return claimBulk(createBulkTries, BulkRecovery,
+		func() (*WebhookRecovery, error) {
+			r := &WebhookRecovery{
+				BulkJob:     BulkJob{ID: NewID(PrefixRecovery), TenantID: e.TenantID, EndpointID: e.ID, Status: RecoveryRunning, StartedAt: asOf.UTC()},
+				WindowSince: since.UTC(), WindowUntil: until.UTC(),
+			}
+			if err := s.insertBulk(ctx, e, BulkRecovery, &r.BulkJob, r, workflowID, nil); err != nil {
+				return nil, err
+			}
+			return r, nil
+		},
+		func() (*WebhookRecovery, error) { return s.RunningRecovery(ctx, e.TenantID, e.ID) },
+		func(r *WebhookRecovery) error { return &RecoveryRunningError{Running: r} })
 }
 
 // RunningRecovery returns the endpoint's running recovery, ErrNotFound
 // when none runs.
 func (s *Store) RunningRecovery(ctx context.Context, tenantID, endpointID string) (*WebhookRecovery, error) {
-	var r WebhookRecovery
-	err := s.r.WithContext(ctx).Where("tenant_id = ? AND endpoint_id = ? AND status = ?", tenantID, endpointID, RecoveryRunning).Take(&r).Error
-	if err != nil {
-		return nil, notFoundOr(err, "load running recovery")
-	}
-	return &r, nil
+	return takeBulk[WebhookRecovery](ctx, s, "load running recovery", "status = ?", tenantID, endpointID, RecoveryRunning)
 }
 
 // GetRecovery returns one of the tenant's recoveries of an endpoint.
 func (s *Store) GetRecovery(ctx context.Context, tenantID, endpointID, id string) (*WebhookRecovery, error) {
-	var r WebhookRecovery
-	err := s.r.WithContext(ctx).Where("tenant_id = ? AND endpoint_id = ? AND id = ?", tenantID, endpointID, id).Take(&r).Error
-	if err != nil {
-		return nil, notFoundOr(err, "load recovery")
-	}
-	return &r, nil
+	return takeBulk[WebhookRecovery](ctx, s, "load recovery", "id = ?", tenantID, endpointID, id)
 }
 
-// SetRecoveryProgress writes a running recovery's counts. The counts are
-// totals, not increments, so that a page retried after a crash writes the
-// same figures again.
+// SetRecoveryProgress writes a running recovery's counts (totals).
 func (s *Store) SetRecoveryProgress(ctx context.Context, id string, p RecoveryProgress) error {
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		return tx.Model(&WebhookRecovery{}).Where("id = ? AND status = ?", id, RecoveryRunning).
-			Updates(map[string]any{"found": p.Found, "replayed": p.Replayed, "failed": p.Failed}).Error
-	})
-	if err != nil {
-		return fmt.Errorf("recovery progress: %w", err)
-	}
-	return nil
+	return s.setBulkCounts(ctx, &WebhookRecovery{}, BulkRecovery, id, p.columns())
 }
 
 // CapRecovery records that a running recovery reached its cap: atEventID
@@ -197,19 +138,7 @@ func (s *Store) CapRecovery(ctx context.Context, id, atEventID string, nextSince
 // FinishRecovery ends a recovery as completed or failed (with why) at at,
 // with its final counts. Finishing a finished recovery changes nothing.
 func (s *Store) FinishRecovery(ctx context.Context, id, status string, p RecoveryProgress, why string, at time.Time) error {
-	if status != RecoveryCompleted && status != RecoveryFailed {
-		return fmt.Errorf("finish recovery: status %q is not an end", status)
-	}
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		return tx.Model(&WebhookRecovery{}).Where("id = ? AND status = ?", id, RecoveryRunning).Updates(map[string]any{
-			"status": status, "found": p.Found, "replayed": p.Replayed, "failed": p.Failed,
-			"error": StorableText(why, maxRecoveryError), "finished_at": at.UTC(),
-		}).Error
-	})
-	if err != nil {
-		return fmt.Errorf("finish recovery: %w", err)
-	}
-	return nil
+	return s.finishBulk(ctx, &WebhookRecovery{}, BulkRecovery, id, status, p.columns(), why, at)
 }
 
 // RecoveryPageQuery asks for one page of a recovery's events.

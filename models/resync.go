@@ -36,16 +36,11 @@ const (
 // as of one outbox position (Position), after which the endpoint's live
 // events carry on. Its counts are written after each page.
 type WebhookResync struct {
-	ID         string `gorm:"primaryKey"`
-	TenantID   string
-	EndpointID string
-	N          int `gorm:"column:n"`
-	WorkflowID string
+	BulkJob
 	// Position is the outbox position the resync is taken at, opaque:
 	// on SQLite the last event's rowid, on PostgreSQL a snapshot
 	// (pg_current_snapshot()). Events committed after it are live.
 	Position string
-	Status   string
 	// Total is how many records the endpoint's modules held when the
 	// resync started: what the progress runs towards.
 	Total int
@@ -53,10 +48,11 @@ type WebhookResync struct {
 	// snapshot; Covered those left to their live events, because an event
 	// of theirs the endpoint subscribes to was committed after Position.
 	Examined, Sent, Covered int
-	// Error says why a failed resync stopped.
-	Error      string
-	StartedAt  time.Time `gorm:"autoCreateTime:false"`
-	FinishedAt *time.Time
+}
+
+// Progress is the resync's counts as its row holds them.
+func (r *WebhookResync) Progress() ResyncProgress {
+	return ResyncProgress{Examined: r.Examined, Sent: r.Sent, Covered: r.Covered}
 }
 
 // ResyncProgress is what a resync has done so far; totals, not increments.
@@ -64,6 +60,11 @@ type ResyncProgress struct {
 	Examined int `json:"examined"`
 	Sent     int `json:"sent"`
 	Covered  int `json:"covered"`
+}
+
+// columns are the progress as the resync's row stores it.
+func (p ResyncProgress) columns() map[string]any {
+	return map[string]any{"examined": p.Examined, "sent": p.Sent, "covered": p.Covered}
 }
 
 // ResyncRunningError refuses a resync of an endpoint that has one running
@@ -77,74 +78,55 @@ func (e *ResyncRunningError) Error() string { return e.conflict().Message }
 // Unwrap makes the refusal a KindConflict *Error.
 func (e *ResyncRunningError) Unwrap() error { return e.conflict() }
 
-func (e *ResyncRunningError) conflict() *Error {
-	return Errorf(KindConflict, "resync %s of this endpoint is running; wait for it to end (its status route) before starting another", e.Running.ID)
-}
+// RunningJob is the running resync the refusal names.
+func (e *ResyncRunningError) RunningJob() *BulkJob { return &e.Running.BulkJob }
+
+func (e *ResyncRunningError) conflict() *Error { return runningConflict(BulkResync, e.Running.ID) }
 
 // CreateResync records a new running resync of endpoint e, asked for at
 // asOf, numbered with the endpoint's next resync number, with the workflow
-// id workflowID derives from it, the outbox position it is taken at and
-// the number of records it will go through. The position is read in the
-// transaction that writes the row. An endpoint with a running resync gets
-// *ResyncRunningError naming it (the database holds one running resync
-// per endpoint); a tenant that runs as many resyncs and recoveries as its
-// bound, *TenantBulkError naming them.
+// id workflowID derives from it (see insertBulk), the outbox position it
+// is taken at and the number of records it will go through. The position
+// is read in the transaction that writes the row. An endpoint with a
+// running resync gets *ResyncRunningError naming it (see claimBulk; a
+// resync is not tried again); a tenant that runs as many resyncs and
+// recoveries as its bound, *TenantBulkError naming them.
 func (s *Store) CreateResync(ctx context.Context, e *WebhookEndpoint, asOf time.Time, workflowID func(n int) string) (*WebhookResync, error) {
-	r := &WebhookResync{
-		ID: NewID(PrefixResync), TenantID: e.TenantID, EndpointID: e.ID, Status: ResyncRunning, StartedAt: asOf.UTC(),
-	}
 	mods, err := s.resyncModules(ctx, e)
 	if err != nil {
 		return nil, err
 	}
-	err = s.write(ctx, func(tx *gorm.DB) error {
-		if err := s.checkTenantBulk(tx, e.TenantID, BulkResync, e.ID); err != nil {
-			return err
-		}
-		res := tx.Exec("UPDATE webhook_endpoints SET resync_seq = resync_seq + 1 WHERE id = ? AND tenant_id = ?", e.ID, e.TenantID)
-		if res.Error != nil {
-			return fmt.Errorf("next resync number: %w", res.Error)
-		}
-		if res.RowsAffected == 0 {
-			return ErrNotFound
-		}
-		if err := tx.Raw("SELECT resync_seq FROM webhook_endpoints WHERE id = ?", e.ID).Scan(&r.N).Error; err != nil {
-			return fmt.Errorf("next resync number: %w", err)
-		}
-		r.WorkflowID = workflowID(r.N)
-		pos, err := s.outboxPosition(tx)
-		if err != nil {
-			return err
-		}
-		r.Position = pos
-		if len(mods) > 0 {
-			ids := make([]string, len(mods))
-			for i, m := range mods {
-				ids[i] = m.ID
+	return claimBulk(1, BulkResync,
+		func() (*WebhookResync, error) {
+			r := &WebhookResync{BulkJob: BulkJob{ID: NewID(PrefixResync), TenantID: e.TenantID, EndpointID: e.ID, Status: ResyncRunning, StartedAt: asOf.UTC()}}
+			if err := s.insertBulk(ctx, e, BulkResync, &r.BulkJob, r, workflowID, func(tx *gorm.DB) error { return s.fillResync(tx, r, mods) }); err != nil {
+				return nil, err
 			}
-			if err := tx.Raw("SELECT COALESCE(SUM(count), 0) FROM module_record_counts WHERE module_id IN ?", ids).Scan(&r.Total).Error; err != nil {
-				return fmt.Errorf("records to resync: %w", err)
-			}
-		}
-		return tx.Create(r).Error
-	})
-	switch {
-	case err == nil:
-		return r, nil
-	case isUniqueViolation(err):
-		running, rerr := s.RunningResync(ctx, e.TenantID, e.ID)
-		if rerr == nil {
-			return nil, &ResyncRunningError{Running: running}
-		}
-		if errors.Is(rerr, ErrNotFound) {
-			return nil, Errorf(KindConflict, "another resync of this endpoint was started at the same moment; try again")
-		}
-		return nil, rerr
-	case errors.Is(err, ErrNotFound) || errors.As(err, new(*TenantBulkError)):
-		return nil, err
-	default:
-		return nil, fmt.Errorf("create resync: %w", err)
+			return r, nil
+		},
+		func() (*WebhookResync, error) { return s.RunningResync(ctx, e.TenantID, e.ID) },
+		func(r *WebhookResync) error { return &ResyncRunningError{Running: r} })
+}
+
+// fillResync sets, in the transaction that records r, the outbox position
+// r is taken at and how many records of mods it will go through.
+func (s *Store) fillResync(tx *gorm.DB, r *WebhookResync, mods []Module) error {
+	pos, err := s.outboxPosition(tx)
+	if err != nil {
+		return err
 	}
+	r.Position = pos
+	if len(mods) == 0 {
+		return nil
+	}
+	ids := make([]string, len(mods))
+	for i, m := range mods {
+		ids[i] = m.ID
+	}
+	if err := tx.Raw("SELECT COALESCE(SUM(count), 0) FROM module_record_counts WHERE module_id IN ?", ids).Scan(&r.Total).Error; err != nil {
+		return fmt.Errorf("records to resync: %w", err)
+	}
+	return nil
 }
 
 // outboxPosition is the position of the last event committed, read in tx:
@@ -199,53 +181,23 @@ func (s *Store) resyncModules(ctx context.Context, e *WebhookEndpoint) ([]Module
 // RunningResync returns the endpoint's running resync, ErrNotFound when
 // none runs.
 func (s *Store) RunningResync(ctx context.Context, tenantID, endpointID string) (*WebhookResync, error) {
-	var r WebhookResync
-	err := s.r.WithContext(ctx).Where("tenant_id = ? AND endpoint_id = ? AND status = ?", tenantID, endpointID, ResyncRunning).Take(&r).Error
-	if err != nil {
-		return nil, notFoundOr(err, "load running resync")
-	}
-	return &r, nil
+	return takeBulk[WebhookResync](ctx, s, "load running resync", "status = ?", tenantID, endpointID, ResyncRunning)
 }
 
 // GetResync returns one of the tenant's resyncs of an endpoint.
 func (s *Store) GetResync(ctx context.Context, tenantID, endpointID, id string) (*WebhookResync, error) {
-	var r WebhookResync
-	err := s.r.WithContext(ctx).Where("tenant_id = ? AND endpoint_id = ? AND id = ?", tenantID, endpointID, id).Take(&r).Error
-	if err != nil {
-		return nil, notFoundOr(err, "load resync")
-	}
-	return &r, nil
+	return takeBulk[WebhookResync](ctx, s, "load resync", "id = ?", tenantID, endpointID, id)
 }
 
-// SetResyncProgress writes a running resync's counts (totals: a page
-// retried after a crash writes the same figures again).
+// SetResyncProgress writes a running resync's counts (totals).
 func (s *Store) SetResyncProgress(ctx context.Context, id string, p ResyncProgress) error {
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		return tx.Model(&WebhookResync{}).Where("id = ? AND status = ?", id, ResyncRunning).
-			Updates(map[string]any{"examined": p.Examined, "sent": p.Sent, "covered": p.Covered}).Error
-	})
-	if err != nil {
-		return fmt.Errorf("resync progress: %w", err)
-	}
-	return nil
+	return s.setBulkCounts(ctx, &WebhookResync{}, BulkResync, id, p.columns())
 }
 
 // FinishResync ends a resync as completed or failed (with why) at at, with
 // its final counts. Finishing a finished resync changes nothing.
 func (s *Store) FinishResync(ctx context.Context, id, status string, p ResyncProgress, why string, at time.Time) error {
-	if status != ResyncCompleted && status != ResyncFailed {
-		return fmt.Errorf("finish resync: status %q is not an end", status)
-	}
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		return tx.Model(&WebhookResync{}).Where("id = ? AND status = ?", id, ResyncRunning).Updates(map[string]any{
-			"status": status, "examined": p.Examined, "sent": p.Sent, "covered": p.Covered,
-			"error": StorableText(why, maxRecoveryError), "finished_at": at.UTC(),
-		}).Error
-	})
-	if err != nil {
-		return fmt.Errorf("finish resync: %w", err)
-	}
-	return nil
+	return s.finishBulk(ctx, &WebhookResync{}, BulkResync, id, status, p.columns(), why, at)
 }
 
 // ResyncCursor is where a resync's pages stand: the last record sent or

@@ -1,20 +1,12 @@
 package workflows
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -38,13 +30,8 @@ const recoveryIDPrefix = "webhook-recovery/"
 
 // RecoveryWorkflowID is the id of an endpoint's n-th recovery (n ≥ 1).
 func RecoveryWorkflowID(endpointID string, n int) string {
-	return recoveryIDPrefix + endpointID + "/" + strconv.Itoa(n)
+	return bulkWorkflowID(recoveryIDPrefix, endpointID, n)
 }
-
-// pagesPerRun bounds the pages of one workflow run: past it the
-// recovery continues as new, so that its history stays small however
-// large the window.
-const pagesPerRun = 100
 
 // RecoveryInput is the Recovery workflow's input. The times are fixed when
 // the recovery is asked for, so that every page, retried or not, sees the
@@ -70,11 +57,6 @@ type RecoveryInput struct {
 	MaxEvents int `json:"max_events,omitempty"`
 }
 
-// DefaultPageHeartbeat is how long a page may go without a heartbeat
-// before Temporal retries it on another worker: a page heartbeats at every
-// replay it starts.
-const DefaultPageHeartbeat = 15 * time.Second
-
 // RecoveryOutput is a completed recovery's counts.
 type RecoveryOutput struct {
 	Found    int `json:"found"`
@@ -89,76 +71,36 @@ type RecoveryOutput struct {
 // recovery. Each page's activity writes the progress, so the status route
 // shows it while the workflow runs.
 func Recovery(ctx workflow.Context, in RecoveryInput) (RecoveryOutput, error) {
-	pageCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 5 * time.Minute,
-		// A worker that dies mid-page is noticed within this, not at
-		// the end of the page's timeout.
-		HeartbeatTimeout: positiveOr(in.PageHeartbeat, DefaultPageHeartbeat),
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 20,
-			NonRetryableErrorTypes: []string{activities.ErrTypeRecoveryStopped},
-		},
-	})
-	for pages := 0; ; pages++ {
-		if pages == pagesPerRun {
-			return RecoveryOutput{}, workflow.NewContinueAsNewError(ctx, RecoveryWorkflowName, in)
-		}
-		var page activities.RecoverPageOutput
-		err := workflow.ExecuteActivity(pageCtx, RecoverPageActivityName, activities.RecoverPageInput{
-			RecoveryID: in.RecoveryID, TenantID: in.TenantID, EndpointID: in.EndpointID,
-			Since: in.Since, Until: in.Until, AsOf: in.AsOf, After: in.After, Limit: in.PageSize, Before: in.Progress,
-			MaxEvents: in.MaxEvents,
-		}).Get(ctx, &page)
-		if err != nil {
-			why := "canceled"
-			if !temporal.IsCanceledError(err) {
-				why = failureMessage(err)
-			}
-			// A canceled workflow still records its end.
-			fctx, _ := workflow.NewDisconnectedContext(ctx)
-			if ferr := finishRecovery(fctx, in, models.RecoveryFailed, why); ferr != nil {
-				return RecoveryOutput{}, errors.Join(err, ferr)
-			}
-			return RecoveryOutput{}, err
-		}
-		in.Progress.Found += page.Found
-		in.Progress.Replayed += page.Replayed
-		in.Progress.Failed += page.Failed
-		in.After = page.Last
-		if page.Done {
-			break
-		}
-	}
-	if err := finishRecovery(ctx, in, models.RecoveryCompleted, ""); err != nil {
+	if err := runPages(ctx, recoveryWorkflow, bulkInput[activities.RecoverPageOutput](&in), in.PageHeartbeat); err != nil {
 		return RecoveryOutput{}, err
 	}
 	return RecoveryOutput{Found: in.Progress.Found, Replayed: in.Progress.Replayed, Failed: in.Progress.Failed}, nil
 }
 
-// finishRecovery runs the FinishRecovery activity, retried until it
-// writes: a recovery must not be left "running".
-func finishRecovery(ctx workflow.Context, in RecoveryInput, status, why string) error {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
-	})
-	return workflow.ExecuteActivity(ctx, FinishRecoveryActivityName, activities.FinishRecoveryInput{
-		RecoveryID: in.RecoveryID, Status: status, Progress: in.Progress, Error: why,
-	}).Get(ctx, nil)
+var recoveryWorkflow = bulkWorkflow{
+	name: RecoveryWorkflowName, page: RecoverPageActivityName, finish: FinishRecoveryActivityName,
+	stopped: activities.ErrTypeRecoveryStopped,
 }
 
-// failureMessage is the message of the activity failure behind err, for
-// the recovery's error.
-func failureMessage(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Message()
+// nextPage, add and finished make *RecoveryInput a bulkInput for runPages.
+func (in *RecoveryInput) nextPage() any {
+	return activities.RecoverPageInput{
+		RecoveryID: in.RecoveryID, TenantID: in.TenantID, EndpointID: in.EndpointID,
+		Since: in.Since, Until: in.Until, AsOf: in.AsOf, After: in.After, Limit: in.PageSize, Before: in.Progress,
+		MaxEvents: in.MaxEvents,
 	}
-	var timeout *temporal.TimeoutError
-	if errors.As(err, &timeout) {
-		return "a page timed out"
-	}
-	return err.Error()
+}
+
+func (in *RecoveryInput) add(page activities.RecoverPageOutput) bool {
+	in.Progress.Found += page.Found
+	in.Progress.Replayed += page.Replayed
+	in.Progress.Failed += page.Failed
+	in.After = page.Last
+	return page.Done
+}
+
+func (in *RecoveryInput) finished(status, why string) any {
+	return activities.FinishRecoveryInput{RecoveryID: in.RecoveryID, Status: status, Progress: in.Progress, Error: why}
 }
 
 // RegisterRecovery registers r's activities under their pinned names
@@ -178,13 +120,6 @@ type RecoveryStore interface {
 }
 
 var _ RecoveryStore = (*models.Store)(nil)
-
-// Describer reads a workflow execution's state; client.Client is one.
-type Describer interface {
-	DescribeWorkflowExecution(ctx context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
-}
-
-var _ Describer = client.Client(nil)
 
 // Recoveries starts bulk recoveries (api.Recoverer).
 type Recoveries struct {
@@ -214,67 +149,33 @@ func (r *Recoveries) now() time.Time {
 	return time.Now()
 }
 
-// recoverySettle is how long after its row is written a recovery's
-// workflow may still be being started (Start's own bound, twice over).
-const recoverySettle = 2 * startTimeout
-
-// Check brings a recovery that its row says is running in line with its
-// workflow. A workflow that was never started (the process that wrote the
-// row stopped before starting it) or that closed without recording its
-// end (terminated from the Web UI, say) would leave the row running for
-// ever: Check marks it failed, saying why, and answers the row read again.
-// A recovery still in its first moments, a running or continued workflow,
-// and a Temporal that does not answer (an error) leave rec as it is.
-func (r *Recoveries) Check(ctx context.Context, rec *models.WebhookRecovery) (*models.WebhookRecovery, error) {
-	if r.Describer == nil || rec.Status != models.RecoveryRunning || r.now().Sub(rec.StartedAt) < recoverySettle {
-		return rec, nil
+// jobs is the start and check of recoveries with r's fields.
+func (r *Recoveries) jobs() bulkJobs[*models.WebhookRecovery] {
+	return bulkJobs[*models.WebhookRecovery]{
+		kind: models.BulkRecovery, workflow: RecoveryWorkflowName,
+		starter: r.Starter, describer: r.Describer, taskQueue: r.TaskQueue, now: r.now,
+		fail: func(ctx context.Context, rec *models.WebhookRecovery, why string) error {
+			return r.Store.FinishRecovery(ctx, rec.ID, models.RecoveryFailed, rec.Progress(), why, r.now())
+		},
+		reload: func(ctx context.Context, rec *models.WebhookRecovery) (*models.WebhookRecovery, error) {
+			return r.Store.GetRecovery(ctx, rec.TenantID, rec.EndpointID, rec.ID)
+		},
+		running: func(err error) (*models.WebhookRecovery, bool) {
+			var running *models.RecoveryRunningError
+			if !errors.As(err, &running) {
+				return nil, false
+			}
+			return running.Running, true
+		},
+		refuse: func(rec *models.WebhookRecovery) error { return &models.RecoveryRunningError{Running: rec} },
 	}
-	var why string
-	desc, err := r.Describer.DescribeWorkflowExecution(ctx, rec.WorkflowID, "")
-	var notFound *serviceerror.NotFound
-	switch {
-	case errors.As(err, &notFound):
-		why = "the recovery's workflow does not exist: the process that was starting it stopped first; start another recovery"
-	case err != nil:
-		return rec, fmt.Errorf("describe recovery %s: %w", rec.WorkflowID, err)
-	default:
-		switch st := desc.GetWorkflowExecutionInfo().GetStatus(); st {
-		case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
-			return rec, nil
-		default:
-			why = fmt.Sprintf("the recovery's workflow ended (%s) without recording its end; start another recovery", strings.ToLower(st.String()))
-		}
-	}
-	p := models.RecoveryProgress{Found: rec.Found, Replayed: rec.Replayed, Failed: rec.Failed}
-	// Conditional on running: a recovery that finished meanwhile keeps
-	// its own end.
-	if err := r.Store.FinishRecovery(ctx, rec.ID, models.RecoveryFailed, p, why, r.now()); err != nil {
-		return rec, err
-	}
-	return r.Store.GetRecovery(ctx, rec.TenantID, rec.EndpointID, rec.ID)
 }
 
-// create records the recovery. An endpoint with a recovery running
-// refuses it (*models.RecoveryRunningError) unless Check finds that
-// running one has nothing behind it (its workflow never started or ended
-// without recording it): then the stale one is marked failed and the new
-// one recorded, so that a lost recovery does not block its endpoint.
-func (r *Recoveries) create(ctx context.Context, ep *models.WebhookEndpoint, since, end, asOf time.Time) (*models.WebhookRecovery, error) {
-	wid := func(n int) string { return RecoveryWorkflowID(ep.ID, n) }
-	rec, err := r.Store.CreateRecovery(ctx, ep, since, end, asOf, wid)
-	var running *models.RecoveryRunningError
-	if !errors.As(err, &running) {
-		return rec, err
-	}
-	checked, cerr := r.Check(ctx, running.Running)
-	if cerr != nil {
-		// Temporal did not answer: the running one stands.
-		return nil, err
-	}
-	if checked.Status == models.RecoveryRunning {
-		return nil, &models.RecoveryRunningError{Running: checked}
-	}
-	return r.Store.CreateRecovery(ctx, ep, since, end, asOf, wid)
+// Check brings a recovery that its row says is running in line with its
+// workflow (see bulkJobs.check): one whose workflow never started, or
+// ended without recording its end, is marked failed.
+func (r *Recoveries) Check(ctx context.Context, rec *models.WebhookRecovery) (*models.WebhookRecovery, error) {
+	return r.jobs().check(ctx, rec)
 }
 
 // Start starts a recovery of the tenant's endpoint for the deliveries
@@ -301,41 +202,18 @@ func (r *Recoveries) Start(ctx context.Context, tenantID, endpointID string, sin
 	if !ep.Enabled {
 		return nil, models.Errorf(models.KindConflict, "the endpoint is disabled; enable it (PATCH enabled true) before recovering its deliveries")
 	}
-	rec, err := r.create(ctx, ep, since, end, asOf)
+	jobs := r.jobs()
+	rec, err := jobs.create(ctx, func() (*models.WebhookRecovery, error) {
+		return r.Store.CreateRecovery(ctx, ep, since, end, asOf, func(n int) string { return RecoveryWorkflowID(ep.ID, n) })
+	})
 	if err != nil {
 		return nil, err
 	}
-	in := RecoveryInput{
+	summary := fmt.Sprintf("recovery of %s: deliveries from %s to %s",
+		ep.ID, rec.WindowSince.Format(time.RFC3339), rec.WindowUntil.Format(time.RFC3339))
+	return jobs.start(ctx, rec, summary, RecoveryInput{
 		RecoveryID: rec.ID, TenantID: tenantID, EndpointID: ep.ID,
 		Since: rec.WindowSince, Until: rec.WindowUntil, AsOf: asOf,
 		PageSize: r.PageSize, PageHeartbeat: r.PageHeartbeat, MaxEvents: r.MaxEvents,
-	}
-	sctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	_, err = r.Starter.ExecuteWorkflow(sctx, client.StartWorkflowOptions{
-		ID:                                       rec.WorkflowID,
-		TaskQueue:                                cmp.Or(r.TaskQueue, DefaultTaskQueue),
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		Priority:                                 temporal.Priority{FairnessKey: tenantID},
-		TypedSearchAttributes:                    temporal.NewSearchAttributes(TenantAttr.ValueSet(tenantID), EndpointAttr.ValueSet(ep.ID)),
-		StaticSummary: fmt.Sprintf("recovery of %s: deliveries from %s to %s",
-			ep.ID, rec.WindowSince.Format(time.RFC3339), rec.WindowUntil.Format(time.RFC3339)),
-	}, RecoveryWorkflowName, in)
-	if err == nil {
-		return rec, nil
-	}
-	// The cause goes to the caller's log, not into the row, which the API shows.
-	const why = "Temporal did not start the recovery's workflow; start another recovery"
-	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
-	defer fcancel()
-	if ferr := r.Store.FinishRecovery(fctx, rec.ID, models.RecoveryFailed, models.RecoveryProgress{}, why, r.now()); ferr != nil {
-		err = errors.Join(err, ferr)
-	}
-	var unavailable *serviceerror.Unavailable
-	if errors.As(err, &unavailable) || (sctx.Err() != nil && ctx.Err() == nil) {
-		return nil, models.Errorf(models.KindUnavailable, "Temporal did not answer; try the recovery again later")
-	}
-	return nil, fmt.Errorf("start recovery %s: %w", rec.WorkflowID, err)
+	})
 }

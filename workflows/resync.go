@@ -5,15 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -37,7 +32,7 @@ const resyncIDPrefix = "webhook-resync/"
 
 // ResyncWorkflowID is the id of an endpoint's n-th resync (n ≥ 1).
 func ResyncWorkflowID(endpointID string, n int) string {
-	return resyncIDPrefix + endpointID + "/" + strconv.Itoa(n)
+	return bulkWorkflowID(resyncIDPrefix, endpointID, n)
 }
 
 // ResyncInput is the Resync workflow's input. Position and StartedAt are
@@ -73,57 +68,35 @@ type ResyncOutput struct {
 // endpoint deleted or disabled fails the resync. Every pagesPerRun pages
 // it continues as new, so its history stays small however many records.
 func Resync(ctx workflow.Context, in ResyncInput) (ResyncOutput, error) {
-	pageCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 5 * time.Minute,
-		HeartbeatTimeout:    positiveOr(in.PageHeartbeat, DefaultPageHeartbeat),
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 20,
-			NonRetryableErrorTypes: []string{activities.ErrTypeResyncStopped},
-		},
-	})
-	for pages := 0; ; pages++ {
-		if pages == pagesPerRun {
-			return ResyncOutput{}, workflow.NewContinueAsNewError(ctx, ResyncWorkflowName, in)
-		}
-		var page activities.ResyncPageOutput
-		err := workflow.ExecuteActivity(pageCtx, ResyncPageActivityName, activities.ResyncPageInput{
-			ResyncID: in.ResyncID, TenantID: in.TenantID, EndpointID: in.EndpointID, Position: in.Position,
-			StartedAt: in.StartedAt, After: in.After, Limit: in.PageSize, Before: in.Progress,
-		}).Get(ctx, &page)
-		if err != nil {
-			why := "canceled"
-			if !temporal.IsCanceledError(err) {
-				why = failureMessage(err)
-			}
-			fctx, _ := workflow.NewDisconnectedContext(ctx)
-			if ferr := finishResync(fctx, in, models.ResyncFailed, why); ferr != nil {
-				return ResyncOutput{}, errors.Join(err, ferr)
-			}
-			return ResyncOutput{}, err
-		}
-		in.Progress.Examined += page.Examined
-		in.Progress.Sent += page.Sent
-		in.Progress.Covered += page.Covered
-		in.After = page.Last
-		if page.Done {
-			break
-		}
-	}
-	if err := finishResync(ctx, in, models.ResyncCompleted, ""); err != nil {
+	if err := runPages(ctx, resyncWorkflow, bulkInput[activities.ResyncPageOutput](&in), in.PageHeartbeat); err != nil {
 		return ResyncOutput{}, err
 	}
 	return ResyncOutput{Examined: in.Progress.Examined, Sent: in.Progress.Sent, Covered: in.Progress.Covered}, nil
 }
 
-// finishResync runs the FinishResync activity, retried until it writes.
-func finishResync(ctx workflow.Context, in ResyncInput, status, why string) error {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
-	})
-	return workflow.ExecuteActivity(ctx, FinishResyncActivityName, activities.FinishResyncInput{
-		ResyncID: in.ResyncID, Status: status, Progress: in.Progress, Error: why,
-	}).Get(ctx, nil)
+var resyncWorkflow = bulkWorkflow{
+	name: ResyncWorkflowName, page: ResyncPageActivityName, finish: FinishResyncActivityName,
+	stopped: activities.ErrTypeResyncStopped,
+}
+
+// nextPage, add and finished make *ResyncInput a bulkInput for runPages.
+func (in *ResyncInput) nextPage() any {
+	return activities.ResyncPageInput{
+		ResyncID: in.ResyncID, TenantID: in.TenantID, EndpointID: in.EndpointID, Position: in.Position,
+		StartedAt: in.StartedAt, After: in.After, Limit: in.PageSize, Before: in.Progress,
+	}
+}
+
+func (in *ResyncInput) add(page activities.ResyncPageOutput) bool {
+	in.Progress.Examined += page.Examined
+	in.Progress.Sent += page.Sent
+	in.Progress.Covered += page.Covered
+	in.After = page.Last
+	return page.Done
+}
+
+func (in *ResyncInput) finished(status, why string) any {
+	return activities.FinishResyncInput{ResyncID: in.ResyncID, Status: status, Progress: in.Progress, Error: why}
 }
 
 // RegisterResync registers r's activities under their pinned names (the
@@ -216,53 +189,33 @@ func (r *Resyncs) now() time.Time {
 	return time.Now()
 }
 
-// Check brings a resync that its row says is running in line with its
-// workflow, as Recoveries.Check does for recoveries: a workflow never
-// started, or closed without recording its end, marks the row failed.
-func (r *Resyncs) Check(ctx context.Context, rs *models.WebhookResync) (*models.WebhookResync, error) {
-	if r.Describer == nil || rs.Status != models.ResyncRunning || r.now().Sub(rs.StartedAt) < recoverySettle {
-		return rs, nil
+// jobs is the start and check of resyncs with r's fields.
+func (r *Resyncs) jobs() bulkJobs[*models.WebhookResync] {
+	return bulkJobs[*models.WebhookResync]{
+		kind: models.BulkResync, workflow: ResyncWorkflowName,
+		starter: r.Starter, describer: r.Describer, taskQueue: r.TaskQueue, now: r.now,
+		fail: func(ctx context.Context, rs *models.WebhookResync, why string) error {
+			return r.Store.FinishResync(ctx, rs.ID, models.ResyncFailed, rs.Progress(), why, r.now())
+		},
+		reload: func(ctx context.Context, rs *models.WebhookResync) (*models.WebhookResync, error) {
+			return r.Store.GetResync(ctx, rs.TenantID, rs.EndpointID, rs.ID)
+		},
+		running: func(err error) (*models.WebhookResync, bool) {
+			var running *models.ResyncRunningError
+			if !errors.As(err, &running) {
+				return nil, false
+			}
+			return running.Running, true
+		},
+		refuse: func(rs *models.WebhookResync) error { return &models.ResyncRunningError{Running: rs} },
 	}
-	var why string
-	desc, err := r.Describer.DescribeWorkflowExecution(ctx, rs.WorkflowID, "")
-	var notFound *serviceerror.NotFound
-	switch {
-	case errors.As(err, &notFound):
-		why = "the resync's workflow does not exist: the process that was starting it stopped first; start another resync"
-	case err != nil:
-		return rs, fmt.Errorf("describe resync %s: %w", rs.WorkflowID, err)
-	default:
-		switch st := desc.GetWorkflowExecutionInfo().GetStatus(); st {
-		case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
-			return rs, nil
-		default:
-			why = fmt.Sprintf("the resync's workflow ended (%s) without recording its end; start another resync", strings.ToLower(st.String()))
-		}
-	}
-	p := models.ResyncProgress{Examined: rs.Examined, Sent: rs.Sent, Covered: rs.Covered}
-	if err := r.Store.FinishResync(ctx, rs.ID, models.ResyncFailed, p, why, r.now()); err != nil {
-		return rs, err
-	}
-	return r.Store.GetResync(ctx, rs.TenantID, rs.EndpointID, rs.ID)
 }
 
-// create records the resync; a running one that Check finds has nothing
-// behind it is marked failed and does not block the endpoint.
-func (r *Resyncs) create(ctx context.Context, ep *models.WebhookEndpoint, asOf time.Time) (*models.WebhookResync, error) {
-	wid := func(n int) string { return ResyncWorkflowID(ep.ID, n) }
-	rs, err := r.Store.CreateResync(ctx, ep, asOf, wid)
-	var running *models.ResyncRunningError
-	if !errors.As(err, &running) {
-		return rs, err
-	}
-	checked, cerr := r.Check(ctx, running.Running)
-	if cerr != nil {
-		return nil, err
-	}
-	if checked.Status == models.ResyncRunning {
-		return nil, &models.ResyncRunningError{Running: checked}
-	}
-	return r.Store.CreateResync(ctx, ep, asOf, wid)
+// Check brings a resync that its row says is running in line with its
+// workflow (see bulkJobs.check): one whose workflow never started, or
+// ended without recording its end, is marked failed.
+func (r *Resyncs) Check(ctx context.Context, rs *models.WebhookResync) (*models.WebhookResync, error) {
+	return r.jobs().check(ctx, rs)
 }
 
 // Start starts a resync of the tenant's endpoint. A missing endpoint is
@@ -281,38 +234,16 @@ func (r *Resyncs) Start(ctx context.Context, tenantID, endpointID string) (*mode
 	if !ep.SubscribesSnapshots() {
 		return nil, models.Errorf(models.KindConflict, "the endpoint does not take %s events; add %q to its events (PATCH) before resyncing it", models.EventRecordSnapshot, models.EventRecordSnapshot)
 	}
-	rs, err := r.create(ctx, ep, asOf)
+	jobs := r.jobs()
+	rs, err := jobs.create(ctx, func() (*models.WebhookResync, error) {
+		return r.Store.CreateResync(ctx, ep, asOf, func(n int) string { return ResyncWorkflowID(ep.ID, n) })
+	})
 	if err != nil {
 		return nil, err
 	}
-	in := ResyncInput{
+	summary := fmt.Sprintf("resync of %s: %d records as of outbox position %s", ep.ID, rs.Total, rs.Position)
+	return jobs.start(ctx, rs, summary, ResyncInput{
 		ResyncID: rs.ID, TenantID: tenantID, EndpointID: ep.ID, Position: rs.Position, StartedAt: rs.StartedAt,
 		PageSize: r.PageSize, PageHeartbeat: r.PageHeartbeat,
-	}
-	sctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	_, err = r.Starter.ExecuteWorkflow(sctx, client.StartWorkflowOptions{
-		ID:                                       rs.WorkflowID,
-		TaskQueue:                                cmp.Or(r.TaskQueue, DefaultTaskQueue),
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		Priority:                                 temporal.Priority{FairnessKey: tenantID},
-		TypedSearchAttributes:                    temporal.NewSearchAttributes(TenantAttr.ValueSet(tenantID), EndpointAttr.ValueSet(ep.ID)),
-		StaticSummary:                            fmt.Sprintf("resync of %s: %d records as of outbox position %s", ep.ID, rs.Total, rs.Position),
-	}, ResyncWorkflowName, in)
-	if err == nil {
-		return rs, nil
-	}
-	const why = "Temporal did not start the resync's workflow; start another resync"
-	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
-	defer fcancel()
-	if ferr := r.Store.FinishResync(fctx, rs.ID, models.ResyncFailed, models.ResyncProgress{}, why, r.now()); ferr != nil {
-		err = errors.Join(err, ferr)
-	}
-	var unavailable *serviceerror.Unavailable
-	if errors.As(err, &unavailable) || (sctx.Err() != nil && ctx.Err() == nil) {
-		return nil, models.Errorf(models.KindUnavailable, "Temporal did not answer; try the resync again later")
-	}
-	return nil, fmt.Errorf("start resync %s: %w", rs.WorkflowID, err)
+	})
 }
