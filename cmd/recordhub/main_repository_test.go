@@ -181,3 +181,69 @@ func TestTestFilesNamedAfterSources(t *testing.T) {
 		}
 	}
 }
+
+// mdLink is a Markdown link's target; fence a fenced code block.
+var (
+	mdLink  = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	fence   = regexp.MustCompile("(?s)```.*?```")
+	heading = regexp.MustCompile(`(?m)^#+[ \t]+(.+)$`)
+	notSlug = regexp.MustCompile(`[^\p{L}\p{N}_\- ]`)
+)
+
+// TestDocLinks fails, naming the document and the link, where a relative
+// link of the repository's Markdown documents names a file that is not
+// there, or a heading (#anchor, as GitHub makes them) that the document it
+// names does not have: the documents link each other instead of repeating
+// a rule, so a moved file or a renamed section must not leave a reader at
+// a dead end.
+func TestDocLinks(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	anchors := func(name string) map[string]bool {
+		data, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, m := range heading.FindAllStringSubmatch(fence.ReplaceAllString(string(data), ""), -1) {
+			slug := notSlug.ReplaceAllString(strings.ToLower(strings.TrimSpace(m[1])), "")
+			out[strings.ReplaceAll(slug, " ", "-")] = true
+		}
+		return out
+	}
+	docs := 0
+	for _, name := range repoFiles(t, root) {
+		if !strings.HasSuffix(name, ".md") || strings.Contains(name, "node_modules") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs++
+		for _, m := range mdLink.FindAllStringSubmatch(fence.ReplaceAllString(string(data), ""), -1) {
+			link := m[1]
+			if strings.Contains(link, "://") || strings.HasPrefix(link, "mailto:") {
+				continue
+			}
+			path, anchor, _ := strings.Cut(link, "#")
+			target := name
+			if path != "" {
+				target = filepath.Join(filepath.Dir(name), filepath.FromSlash(path))
+			}
+			if _, err := os.Stat(filepath.Join(root, target)); err != nil {
+				t.Errorf("%s: link %q: %s is not in the repository", name, link, target)
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(target, ".md") && !anchors(target)[anchor] {
+				t.Errorf("%s: link %q: %s has no heading #%s", name, link, target, anchor)
+			}
+		}
+	}
+	if docs < 5 {
+		t.Fatalf("found %d Markdown documents under %s, want the repository's", docs, root)
+	}
+}
