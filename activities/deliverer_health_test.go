@@ -14,33 +14,6 @@ import (
 	"github.com/recordhub/recordhub/models/storetest"
 )
 
-// health is the part of an endpoint the tests compare.
-type health struct {
-	Enabled             bool
-	ConsecutiveFailures int
-	FirstFailure        bool
-	LastSuccessAt       *time.Time
-	LastFailureAt       *time.Time
-	DisabledAt          *time.Time
-	DisabledReason      *string
-}
-
-func endpointHealth(t *testing.T, f *fixture) health {
-	t.Helper()
-	ep, err := f.store.GetEndpoint(t.Context(), f.tenantID, f.endpoint.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	utc := func(p *time.Time) *time.Time {
-		if p == nil {
-			return nil
-		}
-		v := p.UTC()
-		return &v
-	}
-	return health{ep.Enabled, ep.ConsecutiveFailures, ep.FirstFailureAt != nil, utc(ep.LastSuccessAt), utc(ep.LastFailureAt), utc(ep.DisabledAt), ep.DisabledReason}
-}
-
 // TestEndpointHealth: deliveries that end update the endpoint's health; 5
 // failed in a row over the disable window disable it, a success between
 // them resets the count and the window. A blocked destination fails a
@@ -204,12 +177,5 @@ func TestEndpointHealthCountsDeliveries(t *testing.T) {
 		if got := tc.info.last(); got != tc.want {
 			t.Errorf("%+v: last() = %v, want %v", tc.info, got, tc.want)
 		}
-	}
-}
-
-func forDialects(t *testing.T, fn func(t *testing.T, d models.Dialect)) {
-	t.Helper()
-	for _, d := range []models.Dialect{models.SQLite, models.Postgres} {
-		t.Run(string(d), func(t *testing.T) { fn(t, d) })
 	}
 }

@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"context"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -181,25 +180,4 @@ func retriedAttempt(ctx workflow.Context, in AttemptInput) (AttemptOutput, error
 	)
 	err := workflow.ExecuteActivity(ctx, d.Attempt, in).Get(ctx, &out)
 	return out, err
-}
-
-// finishFailsOnce loses the first outcome written, as a worker killed
-// mid-request does.
-type finishFailsOnce struct {
-	*models.Store
-	failed atomic.Bool
-}
-
-func (s *finishFailsOnce) FinishAttempt(ctx context.Context, d *models.WebhookDelivery) error {
-	if s.failed.CompareAndSwap(false, true) {
-		return errDiskFull
-	}
-	return s.Store.FinishAttempt(ctx, d)
-}
-
-func (s *finishFailsOnce) FinishDelivery(ctx context.Context, d *models.WebhookDelivery, end models.DeliveryEnd) (error, error) {
-	if s.failed.CompareAndSwap(false, true) {
-		return nil, errDiskFull
-	}
-	return s.Store.FinishDelivery(ctx, d, end)
 }

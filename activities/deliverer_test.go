@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -754,38 +753,6 @@ func TestNewDelivererRefuses(t *testing.T) {
 	}
 }
 
-// nopStore is a Store for tests that never reach it.
-type nopStore struct{}
-
-func (nopStore) SnapshotSuperseded(context.Context, *models.Event, *models.WebhookEndpoint) (bool, error) {
-	return false, nil
-}
-func (nopStore) GetEventAndEndpoint(context.Context, string, string, string) (*models.Event, *models.WebhookEndpoint, error) {
-	return nil, nil, models.ErrNotFound
-}
-func (nopStore) EndpointSecrets(*models.WebhookEndpoint) (string, string, error) {
-	return "", "", fmt.Errorf("no secrets")
-}
-
-func (nopStore) EndpointHeaders(*models.WebhookEndpoint) (map[string]string, error) {
-	return nil, nil
-}
-func (nopStore) InsertAttempt(context.Context, *models.WebhookDelivery) error { return nil }
-func (nopStore) FinishAttempt(context.Context, *models.WebhookDelivery) error { return nil }
-func (nopStore) FinishDelivery(context.Context, *models.WebhookDelivery, models.DeliveryEnd) (error, error) {
-	return nil, nil
-}
-func (nopStore) NextAttempt(context.Context, string, string, string, string) (int, error) {
-	return 1, nil
-}
-func (nopStore) SettleLostAttempts(context.Context, string, string, string, string, time.Time) (int64, error) {
-	return 0, nil
-}
-func (nopStore) DisableEndpoint(context.Context, string, string) error { return nil }
-func (nopStore) RecordDeliveryEnd(context.Context, string, string, bool, time.Time, time.Duration) error {
-	return nil
-}
-
 // attemptsCounted returns recordhub_webhook_attempts_total{outcome}.
 func attemptsCounted(t *testing.T, g prometheus.Gatherer, outcome string) float64 {
 	t.Helper()
@@ -832,5 +799,3 @@ func port(t *testing.T, rawURL string) string {
 	}
 	return u.Port()
 }
-
-func ptr[T any](v T) *T { return &v }

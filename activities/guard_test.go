@@ -278,11 +278,3 @@ func assertInvalidURL(t *testing.T, err error, why string) {
 		t.Errorf("message %q does not say %q", me.Message, why)
 	}
 }
-
-func prefixes(ss ...string) []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range ss {
-		out = append(out, netip.MustParsePrefix(s))
-	}
-	return out
-}

@@ -1,6 +1,6 @@
 package activities
 
-// The package's test helpers: a fake DNS server and a log capture.
+// The package's test helpers: what more than one of its test files uses.
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -333,4 +335,135 @@ func verifyHex(header string, body []byte, secret string) bool {
 func verifyStandard(h http.Header, body []byte, secret string) bool {
 	wh, err := standardwebhooks.NewWebhook(secret)
 	return err == nil && wh.VerifyIgnoringTimestamp(body, h) == nil
+}
+
+// health is the part of an endpoint the tests compare.
+type health struct {
+	Enabled             bool
+	ConsecutiveFailures int
+	FirstFailure        bool
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	DisabledAt          *time.Time
+	DisabledReason      *string
+}
+
+func endpointHealth(t *testing.T, f *fixture) health {
+	t.Helper()
+	ep, err := f.store.GetEndpoint(t.Context(), f.tenantID, f.endpoint.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	utc := func(p *time.Time) *time.Time {
+		if p == nil {
+			return nil
+		}
+		v := p.UTC()
+		return &v
+	}
+	return health{ep.Enabled, ep.ConsecutiveFailures, ep.FirstFailureAt != nil, utc(ep.LastSuccessAt), utc(ep.LastFailureAt), utc(ep.DisabledAt), ep.DisabledReason}
+}
+
+func forDialects(t *testing.T, fn func(t *testing.T, d models.Dialect)) {
+	t.Helper()
+	for _, d := range []models.Dialect{models.SQLite, models.Postgres} {
+		t.Run(string(d), func(t *testing.T) { fn(t, d) })
+	}
+}
+
+// finishFailsOnce loses the first outcome written, as a worker killed
+// mid-request does.
+type finishFailsOnce struct {
+	*models.Store
+	failed atomic.Bool
+}
+
+func (s *finishFailsOnce) FinishAttempt(ctx context.Context, d *models.WebhookDelivery) error {
+	if s.failed.CompareAndSwap(false, true) {
+		return errDiskFull
+	}
+	return s.Store.FinishAttempt(ctx, d)
+}
+
+func (s *finishFailsOnce) FinishDelivery(ctx context.Context, d *models.WebhookDelivery, end models.DeliveryEnd) (error, error) {
+	if s.failed.CompareAndSwap(false, true) {
+		return nil, errDiskFull
+	}
+	return s.Store.FinishDelivery(ctx, d, end)
+}
+
+// nopStore is a Store for tests that never reach it.
+type nopStore struct{}
+
+func (nopStore) SnapshotSuperseded(context.Context, *models.Event, *models.WebhookEndpoint) (bool, error) {
+	return false, nil
+}
+
+func (nopStore) GetEventAndEndpoint(context.Context, string, string, string) (*models.Event, *models.WebhookEndpoint, error) {
+	return nil, nil, models.ErrNotFound
+}
+
+func (nopStore) EndpointSecrets(*models.WebhookEndpoint) (string, string, error) {
+	return "", "", fmt.Errorf("no secrets")
+}
+
+func (nopStore) EndpointHeaders(*models.WebhookEndpoint) (map[string]string, error) {
+	return nil, nil
+}
+
+func (nopStore) InsertAttempt(context.Context, *models.WebhookDelivery) error { return nil }
+
+func (nopStore) FinishAttempt(context.Context, *models.WebhookDelivery) error { return nil }
+
+func (nopStore) FinishDelivery(context.Context, *models.WebhookDelivery, models.DeliveryEnd) (error, error) {
+	return nil, nil
+}
+
+func (nopStore) NextAttempt(context.Context, string, string, string, string) (int, error) {
+	return 1, nil
+}
+
+func (nopStore) SettleLostAttempts(context.Context, string, string, string, string, time.Time) (int64, error) {
+	return 0, nil
+}
+
+func (nopStore) DisableEndpoint(context.Context, string, string) error { return nil }
+
+func (nopStore) RecordDeliveryEnd(context.Context, string, string, bool, time.Time, time.Duration) error {
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func prefixes(ss ...string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range ss {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}
+
+// fakeReplays records the replays a page starts, and fails the ones
+// listed in fail.
+type fakeReplays struct {
+	mu      sync.Mutex
+	started map[string]string // workflow id → replay_of
+	fail    map[string]error  // event id → error
+}
+
+func (f *fakeReplays) StartReplay(_ context.Context, ev *models.Event, _ *models.WebhookEndpoint, replayOf, workflowID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail[ev.ID]; err != nil {
+		return err
+	}
+	if _, ok := f.started[workflowID]; ok {
+		return nil // already started: counts as started
+	}
+	f.started[workflowID] = replayOf
+	return nil
+}
+
+func (f *fakeReplays) ReplayWorkflowID(eventID, endpointID string, n int) string {
+	return fmt.Sprintf("replay/%s/%s/%d", eventID, endpointID, n)
 }

@@ -1,10 +1,8 @@
 package activities
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,31 +11,6 @@ import (
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
-
-// fakeReplays records the replays a page starts, and fails the ones
-// listed in fail.
-type fakeReplays struct {
-	mu      sync.Mutex
-	started map[string]string // workflow id → replay_of
-	fail    map[string]error  // event id → error
-}
-
-func (f *fakeReplays) StartReplay(_ context.Context, ev *models.Event, _ *models.WebhookEndpoint, replayOf, workflowID string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail[ev.ID]; err != nil {
-		return err
-	}
-	if _, ok := f.started[workflowID]; ok {
-		return nil // already started: counts as started
-	}
-	f.started[workflowID] = replayOf
-	return nil
-}
-
-func (f *fakeReplays) ReplayWorkflowID(eventID, endpointID string, n int) string {
-	return fmt.Sprintf("replay/%s/%s/%d", eventID, endpointID, n)
-}
 
 // TestRecoverPage: a page replays each failed event once, counts a purged
 // event as failed, writes the progress on top of what came before, and

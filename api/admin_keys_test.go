@@ -21,45 +21,6 @@ import (
 	"github.com/recordhub/recordhub/models/storetest"
 )
 
-// replicaOf starts a second API on store serving e's tenant, as another
-// replica of the service would. (newEnvOn makes a tenant of its own on the
-// store; it is left unused.)
-func replicaOf(t *testing.T, e *env, store *models.Store, opts ...envOption) *env {
-	t.Helper()
-	r := newEnvOn(t, store, opts...)
-	r.tenantID, r.admin = e.tenantID, e.admin
-	return r
-}
-
-// wantUnauthorized checks a 401 answer: its code, the WWW-Authenticate
-// challenge and the error body.
-func wantUnauthorized(t *testing.T, r *resp, code string) {
-	t.Helper()
-	if r.status != http.StatusUnauthorized {
-		t.Fatalf("status %d, want 401; body %s", r.status, r.body)
-	}
-	if got := r.header.Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer") {
-		t.Errorf("WWW-Authenticate %q, want a Bearer challenge", got)
-	}
-	wantErrorBody(t, r, code)
-}
-
-// wantErrorBody checks the error envelope (error, message, request_id) and the code.
-func wantErrorBody(t *testing.T, r *resp, code string) map[string]any {
-	t.Helper()
-	m := r.json()
-	if got := m["error"]; got != code {
-		t.Errorf("error %v, want %q; body %s", got, code, r.body)
-	}
-	if msg, _ := m["message"].(string); msg == "" {
-		t.Errorf("no message in %s", r.body)
-	}
-	if id, _ := m["request_id"].(string); id == "" || id != r.header.Get("X-Request-Id") {
-		t.Errorf("request_id %q, X-Request-Id %q: want the same, non-empty", id, r.header.Get("X-Request-Id"))
-	}
-	return m
-}
-
 func TestKeyAuthenticationFailures(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d models.Dialect) {
 		clock := storetest.NewClock()
@@ -387,58 +348,6 @@ var sameInstant = cmp.Transformer("instant", func(s string) string {
 	}
 	return s
 })
-
-func withoutKey(m map[string]any, key string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if k != key {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// dumpRows runs query on the database directly and returns its rows with
-// every column as text.
-func dumpRows(t *testing.T, db *storetest.DB, query string, args ...any) []map[string]string {
-	t.Helper()
-	rows, err := db.SQL(t).Query(db.Rebind(query), args...)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		row := map[string]string{}
-		for i, c := range cols {
-			switch v := vals[i].(type) {
-			case nil:
-				row[c] = "NULL"
-			case []byte:
-				row[c] = string(v)
-			default:
-				row[c] = fmt.Sprint(v)
-			}
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func TestKeyValidationErrors(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d models.Dialect) {

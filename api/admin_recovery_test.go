@@ -4,60 +4,17 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	workflowpb "go.temporal.io/api/workflow/v1"
-	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 
-	"github.com/recordhub/recordhub/api"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 	"github.com/recordhub/recordhub/workflows"
 )
-
-// fakeStarter records the workflows it is asked to start.
-type fakeStarter struct {
-	mu      sync.Mutex
-	err     error
-	started []client.StartWorkflowOptions
-	inputs  []workflows.RecoveryInput
-}
-
-func (f *fakeStarter) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return nil, f.err
-	}
-	f.started = append(f.started, o)
-	f.inputs = append(f.inputs, args[0].(workflows.RecoveryInput))
-	return nil, nil
-}
-
-func (f *fakeStarter) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.started)
-}
-
-func withRecoverer(r api.Recoverer) envOption { return func(d *api.Deps) { d.Recoverer = r } }
-
-// recoverer adapts workflows.Recoveries to api.Recoverer.
-type recoverer struct{ *workflows.Recoveries }
-
-func (r recoverer) StartRecovery(ctx context.Context, tenantID, endpointID string, since time.Time, until *time.Time) (*models.WebhookRecovery, error) {
-	return r.Start(ctx, tenantID, endpointID, since, until)
-}
-
-func (r recoverer) CheckRecovery(ctx context.Context, rec *models.WebhookRecovery) (*models.WebhookRecovery, error) {
-	return r.Check(ctx, rec)
-}
 
 // TestRecoverEndpoint: recover answers 202 with the recovery's ids,
 // starts its workflow with the window capped at now, and the status route
@@ -178,38 +135,6 @@ func TestRecoverWithoutRecoverer(t *testing.T) {
 		wantErrorBody(t, e.call("POST", "/api/admin/webhook-endpoints/"+ep+"/recover", e.admin, map[string]any{"since": since}).want(503), "unavailable")
 		e.call("POST", "/api/admin/webhook-endpoints/whe_01jzzzzzzzzzzzzzzzzzzzzzzz/recover", e.admin, map[string]any{"since": since}).want(404)
 	})
-}
-
-// fakeDescriber answers DescribeWorkflowExecution with a status or an
-// error, and counts the calls.
-type fakeDescriber struct {
-	mu     sync.Mutex
-	status enumspb.WorkflowExecutionStatus
-	err    error
-	calls  int
-}
-
-func (f *fakeDescriber) DescribeWorkflowExecution(context.Context, string, string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls++
-	if f.err != nil {
-		return nil, f.err
-	}
-	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: f.status}}, nil
-}
-
-func (f *fakeDescriber) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls
-}
-
-func (f *fakeDescriber) set(status enumspb.WorkflowExecutionStatus, err error) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.status, f.err = status, err
-	return f.calls
 }
 
 // TestRecoveryStatusChecksWorkflow: a recovery whose row says running is

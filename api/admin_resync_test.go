@@ -9,7 +9,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/recordhub/recordhub/api"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 	"github.com/recordhub/recordhub/workflows"
@@ -27,19 +26,6 @@ func (f *resyncStarter) ExecuteWorkflow(_ context.Context, o client.StartWorkflo
 	f.inputs = append(f.inputs, args[0].(workflows.ResyncInput))
 	return nil, nil
 }
-
-// resyncer adapts workflows.Resyncs to api.Resyncer.
-type resyncer struct{ *workflows.Resyncs }
-
-func (r resyncer) StartResync(ctx context.Context, tenantID, endpointID string) (*models.WebhookResync, error) {
-	return r.Start(ctx, tenantID, endpointID)
-}
-
-func (r resyncer) CheckResync(ctx context.Context, rs *models.WebhookResync) (*models.WebhookResync, error) {
-	return r.Check(ctx, rs)
-}
-
-func withResyncer(r api.Resyncer) envOption { return func(d *api.Deps) { d.Resyncer = r } }
 
 // TestResyncEndpoint: resync answers 202 with the resync, starts its
 // workflow at the resync's position, and the status route shows it; a

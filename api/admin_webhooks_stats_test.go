@@ -11,13 +11,6 @@ import (
 	"github.com/recordhub/recordhub/models"
 )
 
-type statsPage struct {
-	Data []struct {
-		ID    string         `json:"id"`
-		Stats *statsResponse `json:"stats"`
-	} `json:"data"`
-}
-
 type attemptStats struct {
 	Attempts    int      `json:"attempts"`
 	Succeeded   int      `json:"succeeded"`

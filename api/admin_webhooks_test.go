@@ -28,25 +28,6 @@ func (e *env) createEndpoint(body map[string]any) map[string]any {
 	return e.call("POST", "/api/admin/webhook-endpoints", e.admin, body).want(201).json()
 }
 
-// wantDetails checks a 422 validation_failed answer and the fields its
-// details name.
-func wantDetails(t *testing.T, r *resp, fields ...string) {
-	t.Helper()
-	r.want(http.StatusUnprocessableEntity)
-	var body struct {
-		Error   string              `json:"error"`
-		Details []models.FieldError `json:"details"`
-	}
-	r.decode(&body)
-	var got []string
-	for _, d := range body.Details {
-		got = append(got, d.Field)
-	}
-	if body.Error != "validation_failed" || !slices.Equal(slices.Compact(got), fields) {
-		t.Errorf("got %s %v, want validation_failed on %v; body %s", body.Error, got, fields, r.body)
-	}
-}
-
 func TestWebhookEndpointCreate(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d models.Dialect) {
 		db := storetest.NewDB(t, d)
@@ -415,77 +396,6 @@ func (f *fakeReplayer) replayed() []string {
 		ids = append(ids, d.ID)
 	}
 	return ids
-}
-
-// deliveryRows stores four attempts: two endpoints × two event types, a
-// success and a failure on each endpoint, one second apart (d[0] oldest).
-func deliveryRows(t *testing.T, e *env, ep1, ep2 string) []*models.WebhookDelivery {
-	t.Helper()
-	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
-	status := func(n int) *int { return &n }
-	ms := func(f float64) *float64 { return &f }
-	body := func(evt, typ string) string {
-		return fmt.Sprintf(`{"id":%q,"event":%q,"occurred_at":"2030-01-02T03:04:05Z"}`, evt, typ)
-	}
-	headers := func(evt, typ string, attempt int) models.Headers {
-		return models.Headers{
-			"Content-Type": {"application/json"}, "X-Webhook-Id": {evt}, "X-Webhook-Event": {typ},
-			"X-Webhook-Attempt": {fmt.Sprint(attempt)}, "X-Webhook-Signature": {"sha256=" + strings.Repeat("ab", 32)},
-		}
-	}
-	rows := []*models.WebhookDelivery{
-		{
-			EventID: "evt_a", EventType: models.EventRecordCreated, RecordID: "rec_1", EndpointID: ep1, Attempt: 1,
-			RequestURL: "https://hooks.example.com/a", RequestHeaders: headers("evt_a", "record_created", 1), RequestBody: body("evt_a", "record_created"),
-			ResponseStatus: status(200), ResponseHeaders: models.Headers{"Content-Type": {"text/plain"}}, ResponseBody: "ok",
-			RemoteIP: "93.184.215.14", DurationMS: 41.5, DNSMS: ms(2), ConnectMS: ms(10), TLSMS: ms(20), FirstByteMS: ms(40),
-			Succeeded: true,
-		},
-		{
-			EventID: "evt_b", EventType: models.EventStatusChange, RecordID: "rec_2", EndpointID: ep1, Attempt: 2,
-			RequestURL: "https://hooks.example.com/a", RequestHeaders: headers("evt_b", "status_change", 2), RequestBody: body("evt_b", "status_change"),
-			Error: models.DeliveryErrTimeout, ErrorMessage: "no response within 30s", RemoteIP: "93.184.215.14",
-			DurationMS: 30000, DNSMS: ms(1), ConnectMS: ms(9), TLSMS: ms(19),
-		},
-		{
-			EventID: "evt_a", EventType: models.EventRecordCreated, RecordID: "rec_1", EndpointID: ep2, Attempt: 1,
-			RequestURL: "https://other.example.com/b", RequestHeaders: headers("evt_a", "record_created", 1), RequestBody: body("evt_a", "record_created"),
-			ResponseStatus: status(500), ResponseHeaders: models.Headers{}, ResponseBody: "boom",
-			Error: models.DeliveryErrHTTPStatus, ErrorMessage: "the receiver answered 500", RemoteIP: "93.184.215.15", DurationMS: 12,
-		},
-		{
-			EventID: "evt_b", EventType: models.EventStatusChange, RecordID: "rec_2", EndpointID: ep2, Attempt: 1,
-			RequestURL: "https://other.example.com/b", RequestHeaders: headers("evt_b", "status_change", 1), RequestBody: body("evt_b", "status_change"),
-			ResponseStatus: status(204), RemoteIP: "93.184.215.15", DurationMS: 8, Succeeded: true,
-		},
-	}
-	for i, d := range rows {
-		d.TenantID = e.tenantID
-		d.WorkflowID = "webhook-delivery/" + d.EventID + "/" + d.EndpointID
-		d.RunID = fmt.Sprintf("run-%d", i)
-		d.StartedAt = base.Add(time.Duration(i) * time.Second)
-		d.FinishedAt = d.StartedAt.Add(time.Duration(d.DurationMS * float64(time.Millisecond)))
-		if err := e.store.InsertAttempt(context.Background(), d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return rows
-}
-
-// deliveryPage is a page of listed attempts.
-type deliveryPage struct {
-	Data  []map[string]any `json:"data"`
-	Total int              `json:"total"`
-	Page  int              `json:"page"`
-	Limit int              `json:"limit"`
-}
-
-func (p deliveryPage) ids() []string {
-	out := []string{}
-	for _, d := range p.Data {
-		out = append(out, d["id"].(string))
-	}
-	return out
 }
 
 func TestWebhookDeliveries(t *testing.T) {

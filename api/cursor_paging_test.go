@@ -75,13 +75,6 @@ func cloneValues(q url.Values) url.Values {
 	return out
 }
 
-// row is a seeded row of a list: its sort key and what filters see.
-type row struct {
-	id    string
-	at    time.Time
-	group string
-}
-
 // seedTimes gives n rows times in runs of equal times (1 to 4 rows each),
 // ids that are not in time order, and groups a, b, a, b, ...: every kind
 // of tie a list must break by id.

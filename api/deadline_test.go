@@ -146,15 +146,6 @@ func untilHeavyReadsWaiting(t *testing.T, h *sql.DB, n int) {
 	})
 }
 
-// answer is a response's status, Retry-After and error code, or the
-// error of a call that got none.
-type answer struct {
-	status     int
-	retryAfter string
-	code       string
-	err        error
-}
-
 // getAs sends GET path with key under ctx, bounded by hangGuard.
 func getAs(ctx context.Context, srv *httptest.Server, key, path string) answer {
 	ctx, cancel := context.WithTimeout(ctx, hangGuard)

@@ -1,13 +1,10 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,45 +22,12 @@ func withLog(l *slog.Logger) envOption { return func(d *api.Deps) { d.Log = l } 
 // of the test are the only transactions the database sees.
 func withoutAccessLogs() envOption { return func(d *api.Deps) { d.Logs = discardLogs{} } }
 
-// logLines collects a logger's JSON lines.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
 // logLine is one line of the server's log.
 type logLine struct {
 	Level, Msg      string
 	RequestID       string `json:"request_id"`
 	Error           string
 	RefusedUnlogged int `json:"refused_unlogged"`
-}
-
-// lines returns the lines logged at level.
-func (l *logLines) lines(t *testing.T, level string) []logLine {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []logLine
-	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var rec logLine
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		if rec.Level == level {
-			out = append(out, rec)
-		}
-	}
-	return out
 }
 
 // wantUnavailable fails the test unless r is the answer to a call whose

@@ -1,41 +1,14 @@
 package api_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/recordhub/recordhub/api"
-	"github.com/recordhub/recordhub/api/ratelimit"
-	"github.com/recordhub/recordhub/models"
-	"github.com/recordhub/recordhub/models/storetest"
 )
-
-// newRawServer serves the real API handler on SQLite with nothing in
-// front of it (no check against the OpenAPI document, which would read
-// request bodies before the API does), and returns it with an admin key.
-func newRawServer(t *testing.T) (srv *httptest.Server, admin string) {
-	t.Helper()
-	store := storetest.Open(t, models.SQLite)
-	_, _, admin, err := store.CreateTenant(context.Background(), "test", 100000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv = httptest.NewServer(api.New(api.Deps{
-		Store: store, Limiter: ratelimit.NewMemory(nil), Logs: discardLogs{}, Registry: prometheus.NewRegistry(),
-		Log: quietLog,
-	}).Handler())
-	t.Cleanup(srv.Close)
-	return srv, admin
-}
 
 var requestSeries = regexp.MustCompile(`(?m)^recordhub_http_requests_total\{([^}]*)\}`)
 

@@ -86,13 +86,6 @@ func summarize(rows []logRow) []logSummary {
 	return out
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 func TestAccessLogRecordsEveryCall(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d models.Dialect) {
 		clock := storetest.NewClock()
@@ -281,14 +274,6 @@ func TestAccessLogFiltersAndPages(t *testing.T) {
 			}
 		})
 	})
-}
-
-func ids(rows []logRow) []string {
-	var out []string
-	for _, r := range rows {
-		out = append(out, r.ID)
-	}
-	return out
 }
 
 type usageBucket struct {

@@ -1,8 +1,6 @@
 package api_test
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"net/http"
 	"strconv"
@@ -12,17 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/recordhub/recordhub/api/ratelimit"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
-
-// limiterPrefix returns a Redis key prefix of the test's own.
-func limiterPrefix() string {
-	b := make([]byte, 6)
-	rand.Read(b)
-	return "test:" + hex.EncodeToString(b) + ":"
-}
 
 // limiters are the limiters every rate-limit test runs with.
 var limiters = []struct {
@@ -154,13 +144,4 @@ func TestRateLimitSharedByReplicas(t *testing.T) {
 			t.Errorf("statuses over two replicas (-want +got):\n%s", diff)
 		}
 	})
-}
-
-// redisLimiter is a Redis limiter for tests that count budgets: each call
-// may take a second, not the production 50 ms, past which the limiter fails
-// open and a loaded machine would let a call through uncounted.
-func redisLimiter(t *testing.T, prefix string) *ratelimit.Redis {
-	l := ratelimit.NewRedis(storetest.Redis(t), prefix)
-	l.Timeout = time.Second
-	return l
 }

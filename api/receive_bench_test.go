@@ -11,22 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/recordhub/recordhub/api"
-	"github.com/recordhub/recordhub/api/ratelimit"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/mapping"
 	"github.com/recordhub/recordhub/models/storetest"
 )
-
-// unlimited lets every call through: the benchmarks and the fuzz target
-// measure what an inbound call costs, not the 60-a-minute budget.
-type unlimited struct{}
-
-func (unlimited) Allow(context.Context, string, int) (ratelimit.Result, error) {
-	return ratelimit.Result{Allowed: true, Limit: 1 << 30, Remaining: 1 << 30}, nil
-}
 
 // inboundServer is an API without rate limits or access log on a fresh
 // store, with a tenant, for inbound calls in bulk.
@@ -35,20 +23,6 @@ type inboundServer struct {
 	store  *models.Store
 	tenant string
 	srv    *httptest.Server
-}
-
-func newInboundServer(tb testing.TB, d models.Dialect) *inboundServer {
-	tb.Helper()
-	store := storetest.Open(tb, d)
-	tenant, _, _, err := store.CreateTenant(context.Background(), "bulk", 1000)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv := httptest.NewServer(api.New(api.Deps{
-		Store: store, Limiter: unlimited{}, Logs: discardLogs{}, Registry: prometheus.NewRegistry(), Log: quietLog,
-	}).Handler())
-	tb.Cleanup(srv.Close)
-	return &inboundServer{tb: tb, store: store, tenant: tenant.ID, srv: srv}
 }
 
 // hook creates a module with fields and an inbound webhook on it, and

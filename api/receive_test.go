@@ -38,24 +38,6 @@ var shopOrderFields = []map[string]any{
 	{"name": "state", "type": "status", "states": []string{"new", "paid"}, "initial": "new"},
 }
 
-// orderConfig maps {"order": {"id", "total", "customer": {"email"}}, "source"}.
-func orderConfig(extra map[string]any) map[string]any {
-	cfg := map[string]any{
-		"mapping": []map[string]any{
-			{"source": "$.payload.order.id", "field": "order_id"},
-			{"source": "$.payload.order.total", "field": "total"},
-			{"source": "$.payload.order.customer.email", "field": "email"},
-			{"source": "$.payload.order.state", "field": "state"},
-			{"source": "$.payload['source system']", "field": "custom_data.source"},
-		},
-		"match_fields": []string{"order_id"},
-	}
-	for k, v := range extra {
-		cfg[k] = v
-	}
-	return cfg
-}
-
 // configureInbound creates a module with slug and configures its inbound
 // webhook with cfg.
 func (e *env) configureInbound(slug string, cfg map[string]any) inboundHook {

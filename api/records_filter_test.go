@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"net/url"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,17 +78,6 @@ func TestNumberFiltersAreStrictAlike(t *testing.T) {
 			}
 		}
 	})
-}
-
-// storeDeepFields overwrites a record's fields with fields and a json
-// field meta nested 1,001 levels deep, as a release that did not bound
-// nesting could have stored.
-func storeDeepFields(t *testing.T, db *storetest.DB, recordID, fields string) {
-	t.Helper()
-	doc := strings.TrimSuffix(fields, "}") + `,"meta":` + nested(1001) + `}`
-	if _, err := db.SQL(t).Exec(db.Rebind("UPDATE records SET fields = ? WHERE id = ?"), doc, recordID); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestFilteredListOfDeepStoredRow: a row stored before nesting was bounded,

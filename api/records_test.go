@@ -421,27 +421,6 @@ func TestUnstorableValuesAreRefusedAlike(t *testing.T) {
 	})
 }
 
-// nested is a JSON array nested depth levels deep around the number 1.
-func nested(depth int) string {
-	return strings.Repeat("[", depth) + "1" + strings.Repeat("]", depth)
-}
-
-// refusedOn checks a 422 validation_failed answer whose one detail names
-// field and, in its message, bound.
-func refusedOn(t *testing.T, r *resp, field string, bound int) {
-	t.Helper()
-	r.want(http.StatusUnprocessableEntity)
-	var body struct {
-		Error   string              `json:"error"`
-		Details []models.FieldError `json:"details"`
-	}
-	r.decode(&body)
-	if body.Error != "validation_failed" || len(body.Details) != 1 || body.Details[0].Field != field ||
-		!strings.Contains(body.Details[0].Message, fmt.Sprint(bound)) {
-		t.Errorf("got %s, want validation_failed naming %s and %d", r.body, field, bound)
-	}
-}
-
 // TestRecordNestingIsBoundedAlike: a value of fields or custom_data nests
 // at most models.MaxJSONDepth levels, on both databases alike; SQLite's
 // JSON functions stop at 1,000 levels, and a deeper stored value made

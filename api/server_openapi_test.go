@@ -22,7 +22,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/gin-gonic/gin"
 
 	"github.com/recordhub/recordhub/api"
@@ -38,83 +37,9 @@ var openAPISpec struct {
 	err    error
 }
 
-func loadOpenAPI(t testing.TB) (*openapi3.T, routers.Router) {
-	t.Helper()
-	s := &openAPISpec
-	s.once.Do(func() {
-		data, err := os.ReadFile("openapi.yaml")
-		if err != nil {
-			s.err = err
-			return
-		}
-		loader := openapi3.NewLoader()
-		doc, err := loader.LoadFromData(data)
-		if err != nil {
-			s.err = fmt.Errorf("load: %w", err)
-			return
-		}
-		if err := doc.Validate(loader.Context); err != nil {
-			s.err = fmt.Errorf("validate: %w", err)
-			return
-		}
-		router, err := gorillamux.NewRouter(doc)
-		if err != nil {
-			s.err = fmt.Errorf("router: %w", err)
-			return
-		}
-		s.doc, s.router = doc, router
-	})
-	if s.err != nil {
-		t.Fatalf("api/openapi.yaml: %v", s.err)
-	}
-	return s.doc, s.router
-}
-
 // maxCheckedRequestBody bounds the request body the validator keeps a copy
 // of; larger bodies (sent to provoke a 413) pass through unchecked.
 const maxCheckedRequestBody = 2 * api.MaxBodyBytes
-
-// validateAgainstOpenAPI wraps h so that every request and response of the
-// test suite is checked against api/openapi.yaml. Every response must be
-// documented: its status, its headers and its body. Requests are matched to
-// their operation and validated too, but a request the document rejects
-// only fails the test when the server accepted it (answered below 400):
-// tests send invalid requests on purpose, and the server must refuse them.
-//
-// Responses pass through untouched and are copied; the copies are checked
-// when the test ends, so that checking neither delays the tests' calls nor
-// competes with them for the CPU (tests that race the access-log writer
-// notice both), and every failure is still the test's own.
-func validateAgainstOpenAPI(t *testing.T, h http.Handler) http.Handler {
-	t.Helper()
-	doc, router := loadOpenAPI(t)
-	var (
-		inFlight  sync.WaitGroup
-		mu        sync.Mutex
-		exchanges []*exchange
-	)
-	t.Cleanup(func() {
-		inFlight.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, x := range exchanges {
-			x.check(t, doc, router)
-		}
-		exchanges = nil
-	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inFlight.Add(1)
-		defer inFlight.Done()
-		x := &exchange{req: r.Clone(context.Background())}
-		x.reqBody, x.complete = peekBody(r)
-		x.res = &tee{ResponseWriter: w}
-		h.ServeHTTP(x.res, r)
-		x.res.WriteHeader(http.StatusOK) // what net/http sends when nothing was written
-		mu.Lock()
-		exchanges = append(exchanges, x)
-		mu.Unlock()
-	})
-}
 
 // exchange is one request and the response it got.
 type exchange struct {
@@ -256,21 +181,6 @@ func truncated(b []byte) []byte {
 }
 
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-// discardLogs is a LogSink for servers that need no database.
-type discardLogs struct{}
-
-func (discardLogs) Enqueue(models.AccessLog) bool { return true }
-
-// bareServer is an API without a store: enough for the routes that need
-// none and for requests refused before the store is asked.
-func bareServer(t *testing.T) (*api.Server, *httptest.Server) {
-	t.Helper()
-	s := api.New(api.Deps{Logs: discardLogs{}, Log: quietLog})
-	srv := httptest.NewServer(validateAgainstOpenAPI(t, s.Handler()))
-	t.Cleanup(srv.Close)
-	return s, srv
-}
 
 func TestOpenAPIServed(t *testing.T) {
 	_, srv := bareServer(t)

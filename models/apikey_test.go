@@ -2,8 +2,6 @@ package models_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -18,48 +16,9 @@ import (
 	"github.com/recordhub/recordhub/models/storetest"
 )
 
-// forEachDialect runs f as a parallel subtest on SQLite and on PostgreSQL.
-func forEachDialect(t *testing.T, f func(t *testing.T, d models.Dialect)) {
-	t.Helper()
-	for _, d := range storetest.Dialects {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			f(t, d)
-		})
-	}
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// kindOf returns the kind of err, "" for nil.
-func kindOf(err error) models.Kind {
-	if err == nil {
-		return ""
-	}
-	return models.ErrorKind(err)
-}
-
 // tenants numbers newTenant's tenants: a tenant's name is unique in its
 // store.
 var tenants atomic.Int64
-
-func newTenant(t *testing.T, s *models.Store) (tenantID, adminSecret string) {
-	t.Helper()
-	tn, _, secret, err := s.CreateTenant(context.Background(), fmt.Sprintf("t%d", tenants.Add(1)), 600)
-	if err != nil {
-		t.Fatalf("create tenant: %v", err)
-	}
-	return tn.ID, secret
-}
-
-func createKey(t *testing.T, s *models.Store, tenantID string, in models.KeyInput) (*models.APIKey, string) {
-	t.Helper()
-	k, secret, err := s.CreateKey(context.Background(), tenantID, in, 600)
-	if err != nil {
-		t.Fatalf("create key: %v", err)
-	}
-	return k, secret
-}
 
 // wantAuth checks what Authenticate says about secret: the error kind (""
 // for success) and, when wantKeyID is set, the key it names.
@@ -180,45 +139,6 @@ func TestKeyStoredAsHashOnly(t *testing.T) {
 	})
 }
 
-// dumpTable returns every row of table, each column as text.
-func dumpTable(t *testing.T, db *storetest.DB, table string) []map[string]string {
-	t.Helper()
-	rows, err := db.SQL(t).Query("SELECT * FROM " + table)
-	if err != nil {
-		t.Fatalf("select %s: %v", table, err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		row := map[string]string{}
-		for i, c := range cols {
-			switch v := vals[i].(type) {
-			case []byte:
-				row[c] = string(v)
-			default:
-				row[c] = fmt.Sprint(v)
-			}
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestKeyValidation(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d models.Dialect) {
 		ctx := context.Background()
@@ -267,20 +187,6 @@ func TestKeyValidation(t *testing.T) {
 			t.Errorf("rotate with grace above the maximum: %v, want a validation error", err)
 		}
 	})
-}
-
-// errorFields returns the fields of a validation error.
-func errorFields(t *testing.T, err error) []string {
-	t.Helper()
-	var e *models.Error
-	if !errors.As(err, &e) || e.Kind != models.KindValidation {
-		t.Fatalf("error %v, want a validation error", err)
-	}
-	var out []string
-	for _, d := range e.Details {
-		out = append(out, d.Field)
-	}
-	return out
 }
 
 func TestKeyChanges(t *testing.T) {
@@ -501,13 +407,4 @@ func TestAccessLogUsage(t *testing.T) {
 			t.Errorf("tenant sees %d access-log rows, want 8", total)
 		}
 	})
-}
-
-func utcBuckets(bs []models.UsageBucket) []models.UsageBucket {
-	out := make([]models.UsageBucket, len(bs))
-	for i, b := range bs {
-		b.BucketStart = b.BucketStart.UTC()
-		out[i] = b
-	}
-	return out
 }

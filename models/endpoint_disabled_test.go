@@ -15,36 +15,6 @@ import (
 	"github.com/recordhub/recordhub/models/storetest"
 )
 
-// allowURL is an egress check that lets every URL through.
-func allowURL(context.Context, string) error { return nil }
-
-// newHookEndpoint creates an enabled endpoint of tenantID.
-func newHookEndpoint(t *testing.T, s *models.Store, tenantID string) *models.WebhookEndpoint {
-	t.Helper()
-	u, events := "https://hooks.example.com/a", []string{models.EventRecordCreated}
-	ep, _, err := s.CreateEndpoint(t.Context(), tenantID, models.EndpointInput{URL: &u, Events: &events}, allowURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ep
-}
-
-// disabledEvents returns the endpoint_disabled events in the outbox.
-func disabledEvents(t *testing.T, s *models.Store) []models.Event {
-	t.Helper()
-	evs, err := s.PendingEvents(t.Context(), 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []models.Event
-	for _, e := range evs {
-		if e.Type == models.EventEndpointDisabled {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // wantDisabledEvent checks that the outbox holds exactly one
 // endpoint_disabled event, about ep, for reason, at the endpoint's
 // disabled_at, with the documented body byte for byte.

@@ -11,43 +11,6 @@ import (
 	"github.com/recordhub/recordhub/models/storetest"
 )
 
-// outboxTenant is a tenant with a module, whose records write events.
-type outboxTenant struct {
-	id     string
-	module *models.Module
-}
-
-func newOutboxTenant(t *testing.T, s *models.Store, name string) outboxTenant {
-	t.Helper()
-	ctx := context.Background()
-	tenant, _, _, err := s.CreateTenant(ctx, name, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields := []models.Field{{Name: "title", Type: models.TypeString}}
-	slug := "things"
-	m, err := s.CreateModule(ctx, tenant.ID, models.ModuleInput{Slug: &slug, Name: &slug, Fields: &fields})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return outboxTenant{id: tenant.ID, module: m}
-}
-
-// events creates n records of the tenant and returns their events' ids,
-// oldest first.
-func (o outboxTenant) events(t *testing.T, s *models.Store, n int) []string {
-	t.Helper()
-	var ids []string
-	for range n {
-		r, err := s.CreateRecord(context.Background(), o.module, map[string]any{"title": "x"}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, eventOf(t, s, r.ID))
-	}
-	return ids
-}
-
 func eventOf(t *testing.T, s *models.Store, recordID string) string {
 	t.Helper()
 	evs, err := s.PendingEvents(context.Background(), 100_000)
@@ -61,14 +24,6 @@ func eventOf(t *testing.T, s *models.Store, recordID string) string {
 	}
 	t.Fatalf("no pending event of record %s", recordID)
 	return ""
-}
-
-func ids(evs []models.Event) []string {
-	out := make([]string, len(evs))
-	for i, e := range evs {
-		out[i] = e.ID
-	}
-	return out
 }
 
 // TestClaimEventsFair: a claim serves every tenant with pending events an
@@ -215,11 +170,4 @@ func TestClaimEventsConcurrent(t *testing.T) {
 			t.Errorf("%d events still pending", len(left))
 		}
 	})
-}
-
-func sameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
 }

@@ -28,18 +28,6 @@ type recoveryFixture struct {
 	recordNo int
 }
 
-func newRecoveryFixture(t *testing.T, d models.Dialect) *recoveryFixture {
-	t.Helper()
-	db := storetest.NewDB(t, d)
-	clock := storetest.NewClock()
-	s := db.Open(t, models.Options{Now: clock.Now})
-	f := &recoveryFixture{s: s, db: db, clock: clock, tenant: newOutboxTenant(t, s, "recovering"), other: newOutboxTenant(t, s, "bystander")}
-	f.ep = newRecoveryEndpoint(t, s, f.tenant.id)
-	f.ep2 = newRecoveryEndpoint(t, s, f.tenant.id)
-	f.otherEP = newRecoveryEndpoint(t, s, f.other.id)
-	return f
-}
-
 func newRecoveryEndpoint(t *testing.T, s *models.Store, tenantID string) *models.WebhookEndpoint {
 	t.Helper()
 	u := "https://hooks.example.com/" + tenantID
@@ -379,36 +367,6 @@ func TestRecoveryPagePaging(t *testing.T) {
 	})
 }
 
-// replayRow is a webhook_replays row as the tests see it.
-type replayRow struct {
-	EventID, EndpointID string
-	N                   int
-	WorkflowID          string
-	RecoveryID          string
-}
-
-func replayRows(t *testing.T, db *storetest.DB) []replayRow {
-	t.Helper()
-	rows, err := db.SQL(t).QueryContext(t.Context(),
-		"SELECT event_id, endpoint_id, n, workflow_id, COALESCE(recovery_id, '') FROM webhook_replays ORDER BY event_id, endpoint_id, n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []replayRow
-	for rows.Next() {
-		var r replayRow
-		if err := rows.Scan(&r.EventID, &r.EndpointID, &r.N, &r.WorkflowID, &r.RecoveryID); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // TestReserveRecoveryReplays: a recovery reserves the next replay number of
 // each event to its endpoint, numbered with the manual replays of
 // Store.NextReplay in both directions; a page reserved again gets the same
@@ -526,12 +484,6 @@ func TestReserveRecoveryReplays(t *testing.T) {
 		if diff := cmp.Diff(replayRows(t, f.db), before); diff != "" {
 			t.Errorf("webhook_replays after empty reservations (-got +before):\n%s", diff)
 		}
-	})
-}
-
-func sortedReplayRows(rows []replayRow) []replayRow {
-	return slices.SortedFunc(slices.Values(rows), func(a, b replayRow) int {
-		return cmpOrder(strings.Compare(a.EventID, b.EventID), strings.Compare(a.EndpointID, b.EndpointID), a.N-b.N)
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -144,15 +143,4 @@ func TestStoredTextFromOutside(t *testing.T) {
 			}
 		})
 	})
-}
-
-// wantText checks a stored text against what should be kept of it.
-func wantText(t *testing.T, what, got, want string) {
-	t.Helper()
-	if !utf8.ValidString(got) || strings.ContainsRune(got, 0) {
-		t.Errorf("%s %.60q is not storable text", what, got)
-	}
-	if got != want {
-		t.Errorf("%s (%d bytes) = %.60q…, want (%d bytes) %.60q…", what, len(got), got, len(want), want)
-	}
 }

@@ -19,14 +19,6 @@ type tenantRow struct {
 	Created  time.Time
 }
 
-func tenantRows(ts []models.Tenant) []tenantRow {
-	rows := make([]tenantRow, len(ts))
-	for i, t := range ts {
-		rows[i] = tenantRow{t.ID, t.Name, t.CreatedAt.UTC().Truncate(time.Millisecond)}
-	}
-	return rows
-}
-
 func TestListTenants(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d models.Dialect) {
 		clock := storetest.NewClock()

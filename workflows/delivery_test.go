@@ -3,8 +3,6 @@ package workflows
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -17,7 +15,6 @@ import (
 	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
@@ -25,54 +22,9 @@ import (
 	"github.com/recordhub/recordhub/activities"
 )
 
-// attemptFunc plays the attempt activity: it answers attempt n (from 1).
-type attemptFunc func(n int) (activities.AttemptOutput, error)
-
-// failing answers like the real activity when the receiver answers 500.
-func failing(n int) (activities.AttemptOutput, error) {
-	out := activities.AttemptOutput{DeliveryID: fmt.Sprintf("whd_%d", n), Attempt: n, StatusCode: 500, Error: "http_status"}
-	return out, temporal.NewApplicationError("the receiver answered 500 Internal Server Error", activities.ErrTypeDeliveryFailed, out)
-}
-
-// succeedingAt fails until attempt k, which the receiver accepts.
-func succeedingAt(k int) attemptFunc {
-	return func(n int) (activities.AttemptOutput, error) {
-		if n < k {
-			return failing(n)
-		}
-		return activities.AttemptOutput{DeliveryID: fmt.Sprintf("whd_%d", n), Attempt: n, StatusCode: 204}, nil
-	}
-}
-
-// refusing returns an error of type errType that the error itself does not
-// mark non-retryable: only the workflow's retry policy can stop it.
-func refusing(errType string) attemptFunc {
-	return func(n int) (activities.AttemptOutput, error) {
-		out := activities.AttemptOutput{DeliveryID: fmt.Sprintf("whd_%d", n), Attempt: n, Error: errType}
-		return out, temporal.NewApplicationError("refused", errType, out)
-	}
-}
-
 // rowLost fails without details, as when the attempt's row could not be written.
 func rowLost(int) (activities.AttemptOutput, error) {
 	return activities.AttemptOutput{}, temporal.NewApplicationError("record delivery attempt: database is down", activities.ErrTypeStore)
-}
-
-// run is one delivery in the time-skipping test environment.
-type run struct {
-	// starts are the attempts' start times, from the workflow's start.
-	starts []time.Duration
-	// numbers are the attempts' delivery attempt numbers, and local
-	// whether each ran as a local activity.
-	numbers []int
-	local   []bool
-	infos   []activity.Info
-	out     DeliveryOutput
-	err     error
-	// failure is the DeliveryOutput in a failed workflow's error details.
-	failure DeliveryOutput
-	// settles are the settle activity's inputs, one per call.
-	settles []activities.SettleInput
 }
 
 // runDelivery runs the Delivery workflow with in, registered as the worker
@@ -160,19 +112,6 @@ func runDeliverySettling(t *testing.T, in DeliveryInput, attempt attemptFunc, se
 		t.Fatalf("details of %v: %v", r.err, err)
 	}
 	return r
-}
-
-// testLogger shows the SDK's warnings and errors with a failed test's output.
-func testLogger(t *testing.T) log.Logger {
-	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
-}
-
-func seconds(s ...int) []time.Duration {
-	out := make([]time.Duration, len(s))
-	for i, v := range s {
-		out[i] = time.Duration(v) * time.Second
-	}
-	return out
 }
 
 func testInput(retryMax int, p activities.Schedule) DeliveryInput {

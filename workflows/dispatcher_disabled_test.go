@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -11,8 +10,6 @@ import (
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
-
-func allowURL(context.Context, string) error { return nil }
 
 // setEnabled switches one of the fixture's endpoints on or off by PATCH.
 func (f *fixture) setEnabled(t *testing.T, id string, on bool) {

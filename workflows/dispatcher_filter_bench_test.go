@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -133,16 +132,6 @@ func BenchmarkDispatchRoundFilter(b *testing.B) {
 			reportCPU(b, cpu)
 		})
 	}
-}
-
-// cpuTime is the CPU time this process has used, user and system: on a
-// machine shared with other work, a steadier measure than ns/op.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // reportCPU reports the CPU time used since start per operation, as

@@ -25,10 +25,6 @@ import (
 
 var testPolicy = activities.Schedule{Initial: 61 * time.Second, MaxInterval: 900 * time.Second, AttemptTimeout: 20 * time.Second}
 
-func newDispatcher(f *fixture, s Starter) *Dispatcher {
-	return &Dispatcher{Store: f.store, Starter: s, Policy: testPolicy}
-}
-
 // TestDispatcher: one start per (event, subscribed endpoint), with the
 // deterministic id and the options that make a repeated start harmless;
 // the events are marked, and a second round starts nothing.

@@ -3,19 +3,14 @@ package workflows
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/server/temporaltest"
 
 	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/models"
@@ -29,22 +24,6 @@ type flippingReceiver struct {
 	ok  atomic.Bool
 	mu  sync.Mutex
 	got map[string]int
-}
-
-func newFlippingReceiver(t testing.TB) *flippingReceiver {
-	r := &flippingReceiver{got: map[string]int{}}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.mu.Lock()
-		r.got[req.Header.Get("X-Webhook-Id")]++
-		r.mu.Unlock()
-		if !r.ok.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(r.srv.Close)
-	return r
 }
 
 func (r *flippingReceiver) requests() map[string]int {
@@ -92,66 +71,6 @@ type recoveryRig struct {
 	policy   activities.Schedule
 	deliver  *activities.Deliverer
 	replayer *Replayer
-}
-
-// quietLogger drops the SDK's log: it logs every failed attempt as an
-// error, thousands of them here.
-func quietLogger(tb testing.TB) log.Logger {
-	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelError + 1})))
-}
-
-// recoveryTemporal starts a Temporal server in-process for the test and
-// returns its client, the delivery search attributes registered.
-func recoveryTemporal(tb testing.TB) client.Client {
-	return temporalServer(tb).GetDefaultClient()
-}
-
-// temporalServer starts a Temporal server in-process for the test, the
-// delivery search attributes registered, for tests that need more than
-// its default client.
-func temporalServer(tb testing.TB) *temporaltest.TestServer {
-	if testing.Short() {
-		tb.Skip("needs an in-process Temporal server; skipped by -short")
-	}
-	ts := temporaltest.NewServer(temporaltest.WithBaseClientOptions(client.Options{Logger: quietLogger(tb)}))
-	tb.Cleanup(ts.Stop)
-	if err := RegisterSearchAttributes(tb.Context(), ts.GetDefaultClient(), ts.GetDefaultNamespace()); err != nil {
-		tb.Fatal(err)
-	}
-	return ts
-}
-
-func newRecoveryRig(tb testing.TB, c client.Client, d models.Dialect) *recoveryRig {
-	ctx := tb.Context()
-	r := &recoveryRig{
-		// Unpaced: the tests time the recovery itself (TestBulkPacePerTenant
-		// checks the pace).
-		tb: tb, c: c, store: storetest.NewDB(tb, d).Open(tb, models.Options{BulkRate: -1}), queue: "recovery-" + string(d), rcv: newFlippingReceiver(tb),
-		policy: activities.Schedule{Initial: 200 * time.Millisecond, MaxInterval: time.Second, AttemptTimeout: 5 * time.Second},
-	}
-	tenant, _, _, err := r.store.CreateTenant(ctx, "acme", 600)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	r.tenantID = tenant.ID
-	if r.module, err = r.store.CreateModule(ctx, tenant.ID, models.ModuleInput{
-		Slug: ptr("orders"), Name: ptr("Orders"), Fields: &[]models.Field{{Name: "n", Type: models.TypeInteger}},
-	}); err != nil {
-		tb.Fatal(err)
-	}
-	url := r.rcv.srv.URL
-	if r.ep, _, err = r.store.CreateEndpoint(ctx, tenant.ID, models.EndpointInput{
-		URL: &url, Events: &[]string{models.EventRecordCreated}, RetryMax: ptr(1),
-	}, nil); err != nil {
-		tb.Fatal(err)
-	}
-	if r.deliver, err = activities.NewDeliverer(r.store, activities.Config{
-		Schedule: activities.Schedule{AttemptTimeout: 5 * time.Second}, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-	}); err != nil {
-		tb.Fatal(err)
-	}
-	r.replayer = &Replayer{Starter: c, Store: r.store, Policy: r.policy, TaskQueue: r.queue}
-	return r
 }
 
 // worker starts a worker that delivers and recovers, starting replays
@@ -453,5 +372,3 @@ func BenchmarkRecovery(b *testing.B) {
 		b.ReportMetric(events/delivered.Seconds(), "replays-delivered/s")
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

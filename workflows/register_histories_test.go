@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/activity"
@@ -483,19 +482,4 @@ func recordSequence(t *testing.T, c client.Client, hc historyCase) *historypb.Hi
 		t.Fatal(err)
 	}
 	return history(ctx, t, c, hc.workflowID, first.GetRunID())
-}
-
-// history returns a workflow run's whole history.
-func history(ctx context.Context, t *testing.T, c client.Client, workflowID, runID string) *historypb.History {
-	t.Helper()
-	hist := &historypb.History{}
-	iter := c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		hist.Events = append(hist.Events, ev)
-	}
-	return hist
 }

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,20 +134,6 @@ func (s *stallingSnapshots) StartSnapshot(ctx context.Context, ev *models.Event,
 		return ctx.Err()
 	}
 	return s.SnapshotStarter.StartSnapshot(ctx, ev, ep)
-}
-
-// resyncRecords is how many records the end-to-end resync sends, the
-// issue's 10,000; the environment's RECORDHUB_RESYNC_RECORDS changes it
-// (fewer for a quick run, more for a measurement).
-func resyncRecords(t testing.TB) int {
-	if v := os.Getenv("RECORDHUB_RESYNC_RECORDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("RECORDHUB_RESYNC_RECORDS=%q: want a positive number", v)
-		}
-		return n
-	}
-	return 10000
 }
 
 // TestResyncEndToEnd: an endpoint's 10,000 records are resynced while

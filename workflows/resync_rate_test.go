@@ -17,34 +17,9 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/recordhub/recordhub/activities"
-	"github.com/recordhub/recordhub/cmd/recordhub/devtemporal"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
-
-// embeddedTemporal starts the Temporal server recordhub embeds (its
-// database a file, as `recordhub serve` keeps it) in this process and
-// returns a client of it with recordhub's search attributes registered.
-func embeddedTemporal(tb testing.TB) client.Client {
-	tb.Helper()
-	if testing.Short() {
-		tb.Skip("needs an in-process Temporal server; skipped by -short")
-	}
-	srv, err := devtemporal.Start(tb.Context(), devtemporal.Config{DataDir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = srv.Stop() })
-	c, err := client.Dial(client.Options{HostPort: srv.Address(), Namespace: devtemporal.DefaultNamespace, Logger: quietLogger(tb)})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(c.Close)
-	if err := RegisterSearchAttributes(tb.Context(), c, devtemporal.DefaultNamespace); err != nil {
-		tb.Fatal(err)
-	}
-	return c
-}
 
 // timedStarter counts the starts through it and adds up their time: the
 // time over the wall time is how many starts were under way on average.

@@ -135,15 +135,6 @@ func parsePackages(t *testing.T, srcs map[string]string) []goPackage {
 	return pkgs
 }
 
-func keys(m map[string][]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
 // settingRow is a row of the settings table: its first cell is the
 // variable's name in backquotes.
 var settingRow = regexp.MustCompile("^\\|\\s*`([A-Z][A-Z0-9_]*)`\\s*\\|")

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,56 +13,6 @@ const readmeMaxBytes = 12_000
 // walkthroughMarker is the line, invisible on GitHub, just before each
 // ```sh block of the README that TestReadmeWalkthrough runs.
 const walkthroughMarker = "<!-- walkthrough -->"
-
-// readReadme returns the repository's top README.
-func readReadme(t *testing.T) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(moduleRoot(t), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-// walkthroughBlocks returns the body of every ```sh block that follows a
-// walkthroughMarker line, in order. A marker not followed by a ```sh fence,
-// or a block left open, is an error: the test must run what the reader sees.
-func walkthroughBlocks(t *testing.T, readme []byte) []string {
-	t.Helper()
-	var blocks []string
-	sc := bufio.NewScanner(bytes.NewReader(readme))
-	line := 0
-	for sc.Scan() {
-		line++
-		if strings.TrimSpace(sc.Text()) != walkthroughMarker {
-			continue
-		}
-		if !sc.Scan() || strings.TrimSpace(sc.Text()) != "```sh" {
-			t.Fatalf("README.md:%d: %s is not followed by a ```sh fence", line, walkthroughMarker)
-		}
-		line++
-		start := line
-		var b strings.Builder
-		closed := false
-		for sc.Scan() {
-			line++
-			if strings.TrimSpace(sc.Text()) == "```" {
-				closed = true
-				break
-			}
-			b.WriteString(sc.Text())
-			b.WriteByte('\n')
-		}
-		if !closed {
-			t.Fatalf("README.md:%d: the walkthrough block is not closed", start)
-		}
-		blocks = append(blocks, b.String())
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return blocks
-}
 
 // TestReadmeSize keeps the top README short enough to be read to the end.
 func TestReadmeSize(t *testing.T) {

@@ -72,26 +72,6 @@ func TestSelfContained(t *testing.T) {
 	}
 }
 
-// moduleRoot is the directory holding go.mod, found from the test's
-// working directory upwards.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
 // repoFiles lists the repository's files relative to root: what git tracks
 // or would track (ignored files left out) when root is a git work tree,
 // else every file below root except .git, node_modules and the local state

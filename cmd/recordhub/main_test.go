@@ -7,163 +7,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
-
-// testConfig returns the configuration of a service on port 0 with a fresh
-// data dir, on SQLite or on a fresh PostgreSQL schema.
-func testConfig(t *testing.T, d models.Dialect) Config {
-	t.Helper()
-	env := map[string]string{
-		"RECORDHUB_HTTP_ADDR":        "127.0.0.1:0",
-		"RECORDHUB_DATA_DIR":         t.TempDir(),
-		"RECORDHUB_TEMPORAL_PORT":    fmt.Sprint(freePort(t)),
-		"RECORDHUB_TEMPORAL_UI_ADDR": "",
-	}
-	if d == models.Postgres {
-		env["DATABASE_URL"] = storetest.PostgresURL(t)
-	}
-	cfg, err := configFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
-// syncBuffer is a bytes.Buffer safe for the service's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// startService runs the service until the returned stop is called; stop
-// returns run's error. Its log is discarded, or appended, at debug level,
-// to the file RECORDHUB_TEST_SERVICE_LOG names (for a failure's
-// post-mortem).
-func startService(t *testing.T, cfg Config, stdout io.Writer) (base string, stop func() error) {
-	t.Helper()
-	var stderr io.Writer = io.Discard
-	if path := os.Getenv("RECORDHUB_TEST_SERVICE_LOG"); path != "" {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		stderr, cfg.LogLevel = f, slog.LevelDebug
-	}
-	return startServiceLogging(t, cfg, stdout, stderr)
-}
-
-// startServiceLogging is startService with the service's stderr (its JSON
-// log) written to stderr.
-func startServiceLogging(t *testing.T, cfg Config, stdout, stderr io.Writer) (base string, stop func() error) {
-	t.Helper()
-	return startServiceEnv(t, cfg, Env{Stdout: stdout, Stderr: stderr})
-}
-
-// startServiceEnv is startService with env (its Listening is replaced).
-func startServiceEnv(t *testing.T, cfg Config, env Env) (base string, stop func() error) {
-	t.Helper()
-	skipShort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	env.Listening = func(a string) { addr <- a }
-	go func() {
-		done <- run(ctx, cfg, env)
-	}()
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case err := <-done:
-		// No timer beside these two: a start slowed by a busy machine
-		// must not fail, and one that hangs ends in the test binary's
-		// -timeout with every goroutine's stack, which shows where.
-		cancel()
-		t.Fatalf("service did not start: %v", err)
-	}
-	var once sync.Once
-	var runErr error
-	stop = func() error {
-		once.Do(func() { cancel(); runErr = <-done })
-		return runErr
-	}
-	t.Cleanup(func() { stop() })
-	return base, stop
-}
-
-// skipShort skips a test that runs the service: it starts the embedded
-// Temporal server.
-func skipShort(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("needs the embedded Temporal server; skipped by -short")
-	}
-}
-
-// concurrently calls f n times from workers goroutines and returns when
-// every call has returned.
-func concurrently(n, workers int, f func()) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				f()
-			}
-		})
-	}
-	wg.Wait()
-}
-
-func call(t *testing.T, method, url, key, body string) (int, map[string]any) {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, _ := http.NewRequest(method, url, rd)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer res.Body.Close()
-	var m map[string]any
-	json.NewDecoder(res.Body).Decode(&m)
-	return res.StatusCode, m
-}
 
 // TestServe runs the real service on port 0: bootstrap key, a record
 // written and read, and on shutdown every access-log row is flushed.
@@ -221,39 +75,6 @@ func TestServe(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mustTenant(t *testing.T, s *models.Store, key string) string {
-	t.Helper()
-	k, err := s.Authenticate(context.Background(), key)
-	if err != nil {
-		t.Fatalf("authenticate: %v", err)
-	}
-	return k.TenantID
-}
-
-// databaseOf is the database cfg names, for a test to read or write it
-// beside the store.
-func databaseOf(cfg Config) *storetest.DB {
-	if cfg.DatabaseURL != "" {
-		return &storetest.DB{Dialect: models.Postgres, DSN: cfg.DatabaseURL}
-	}
-	return &storetest.DB{Dialect: models.SQLite, DSN: sqlitePath(cfg)}
-}
-
-// storedAIKey returns the AI provider key that the database of cfg holds
-// for tenant id, opened with cfg's secret key; "" when none is set.
-func storedAIKey(t *testing.T, cfg Config, id string) string {
-	t.Helper()
-	key, err := secretKey(cfg, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	box, err := models.NewSecretBox(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return databaseOf(cfg).TenantAIKey(t, box, id)
 }
 
 // TestBootstrapGeneratedKey: without a configured key the first start
@@ -433,16 +254,6 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func TestServeRoles(t *testing.T) {
 	for _, c := range []struct {
 		args    []string
@@ -460,33 +271,6 @@ func TestServeRoles(t *testing.T) {
 			t.Errorf("%v: %v, want an error containing %q", c.args, err, c.wantErr)
 		}
 	}
-}
-
-// webhookConfig is a role-all service with the embedded Temporal server on
-// free ports, fast retries, and loopback receivers allowed.
-func webhookConfig(t *testing.T, d models.Dialect) Config {
-	t.Helper()
-	cfg := testConfig(t, d)
-	cfg.BootstrapAdminKey = "rh_e2e_" + strings.Repeat("a", 30)
-	cfg.WebhookRetryInitial = 200 * time.Millisecond
-	cfg.WebhookRetryMaxInterval = time.Second
-	cfg.WebhookTimeout = 5 * time.Second
-	cfg.WebhookAllowCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-	return cfg
-}
-
-func jsonCall(t *testing.T, method, url, key string, body any) map[string]any {
-	t.Helper()
-	var s string
-	if body != nil {
-		b, _ := json.Marshal(body)
-		s = string(b)
-	}
-	st, m := call(t, method, url, key, s)
-	if st >= 300 {
-		t.Fatalf("%s %s: %d %v", method, url, st, m)
-	}
-	return m
 }
 
 // TestInterruptExitsZero runs "recordhub serve" as a process, through

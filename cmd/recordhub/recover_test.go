@@ -143,14 +143,6 @@ func statusAnswer(status string, found, replayed, failed int, errMsg string) ans
 		testRecoveryID, testEndpointID, testWorkflowID, status, found, replayed, failed, e, finished)}
 }
 
-// fastRecovery makes the command poll and back off in milliseconds.
-func fastRecovery(t *testing.T) {
-	t.Helper()
-	saved := recoverTiming
-	recoverTiming.poll, recoverTiming.backoff, recoverTiming.maxRetryAfter = time.Millisecond, time.Millisecond, 5*time.Millisecond
-	t.Cleanup(func() { recoverTiming = saved })
-}
-
 // recordWaits makes the command note the waits it asks for and go on at
 // once, so a test checks the waits themselves rather than how long it took.
 func recordWaits(t *testing.T) func() []time.Duration {
@@ -170,21 +162,6 @@ func recordWaits(t *testing.T) func() []time.Duration {
 		defer mu.Unlock()
 		return append([]time.Duration(nil), waits...)
 	}
-}
-
-// runWithEnv runs a command line; a command that waits for ever is cut
-// short, so a hang fails the test rather than stalling it.
-func runWithEnv(ctx context.Context, env map[string]string, args ...string) (stdout, stderr string, err error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	err = runCommand(ctx, args, lookup, nil, &out, &errOut)
-	return out.String(), errOut.String(), err
-}
-
-func lines(s string) []string {
-	return strings.Split(strings.TrimRight(s, "\n"), "\n")
 }
 
 // TestRecoverFollowsToCompletion starts a recovery with flags before and

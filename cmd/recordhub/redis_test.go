@@ -77,26 +77,6 @@ func answersPing(addr string) bool {
 	return string(buf[:n]) == "+PONG\r\n"
 }
 
-// logLines returns the lines of a JSON log, failing the test on any line
-// that is not JSON.
-func logLines(t *testing.T, log string) []map[string]any {
-	t.Helper()
-	var lines []map[string]any
-	for i, l := range strings.Split(strings.TrimRight(log, "\n"), "\n") {
-		if l == "" {
-			continue
-		}
-		if !json.Valid([]byte(l)) {
-			t.Errorf("stderr line %d is not JSON: %q", i+1, l)
-			continue
-		}
-		var m map[string]any
-		json.Unmarshal([]byte(l), &m)
-		lines = append(lines, m)
-	}
-	return lines
-}
-
 // TestRedisOutage kills the limiter's Redis under a running service: calls
 // keep answering 200 (the limiter fails open) and each costs at most one
 // dial and no retry, readiness names Redis, and go-redis's own messages

@@ -89,32 +89,6 @@ func TestWorkerKilledDuringLocalAttempt(t *testing.T) {
 	}
 }
 
-// holdingReceiver is a receiver for tests that kill the worker while a
-// request waits: it answers 204, except to a request that hold (given the
-// request and its whole body) says to hold, which it answers only once the
-// worker that sent it is gone (the connection closed) or the test ends. held
-// receives once for each request held.
-func holdingReceiver(t *testing.T, hold func(r *http.Request, body []byte) bool) (url string, held <-chan struct{}) {
-	t.Helper()
-	h, release := make(chan struct{}, 1), make(chan struct{})
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Read to the end, so that the server notices the connection close.
-		body, _ := io.ReadAll(r.Body)
-		if !hold(r, body) {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		h <- struct{}{}
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	t.Cleanup(recv.Close)
-	t.Cleanup(func() { close(release) })
-	return recv.URL, h
-}
-
 // TestHangingFirstAttemptsSentOnce freezes the whole service (SIGSTOP: its
 // worker and embedded Temporal server) for 12 s while 300 first attempts
 // wait at a receiver that never answers, as a machine too busy to run the

@@ -4,15 +4,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,66 +59,6 @@ func showOnFailure(t *testing.T, name string, log *syncBuffer) {
 		lines := strings.Split(strings.TrimSpace(log.String()), "\n")
 		t.Logf("last lines of the %s's log:\n%s", name, strings.Join(lines[max(len(lines)-40, 0):], "\n"))
 	})
-}
-
-// deliveries is a receiver that answers 204, counts each event's
-// requests and notes when each record's first delivery arrived.
-type deliveries struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	by    map[string]int       // X-Webhook-Id → requests
-	first map[string]time.Time // record id → first arrival
-}
-
-func newDeliveries(t *testing.T) *deliveries {
-	d := &deliveries{by: map[string]int{}, first: map[string]time.Time{}}
-	d.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		now := time.Now()
-		var ev struct {
-			Record struct {
-				ID string `json:"id"`
-			} `json:"record"`
-		}
-		raw, _ := io.ReadAll(req.Body)
-		_ = json.Unmarshal(raw, &ev)
-		d.mu.Lock()
-		d.by[req.Header.Get("X-Webhook-Id")]++
-		if _, ok := d.first[ev.Record.ID]; !ok {
-			d.first[ev.Record.ID] = now
-		}
-		d.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(d.srv.Close)
-	return d
-}
-
-// events is how many events arrived.
-func (d *deliveries) events() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.by)
-}
-
-// at is when the first delivery about a record arrived.
-func (d *deliveries) at(recordID string) (time.Time, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, ok := d.first[recordID]
-	return t, ok
-}
-
-// doubled returns the events that arrived more than once, and how often.
-func (d *deliveries) doubled() map[string]int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := map[string]int{}
-	for id, n := range d.by {
-		if n != 1 {
-			out[id] = n
-		}
-	}
-	return out
 }
 
 // metrics reads a worker's /metrics, by metric name.

@@ -32,10 +32,6 @@ type traceReceiver struct {
 	got map[string]delivered
 }
 
-type delivered struct {
-	eventID, tenantID, traceparent string
-}
-
 func newTraceReceiver(t *testing.T) *traceReceiver {
 	r := &traceReceiver{got: map[string]delivered{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

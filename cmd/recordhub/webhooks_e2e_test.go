@@ -4,19 +4,10 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,57 +17,6 @@ import (
 	"github.com/recordhub/recordhub/models/storetest"
 	"github.com/recordhub/recordhub/workflows"
 )
-
-// receiver is a webhook receiver that verifies signatures like a careful
-// receiver would, and fails the first failFirst attempts of each event.
-type receiver struct {
-	t         *testing.T
-	srv       *httptest.Server
-	mu        sync.Mutex
-	secret    string
-	failFirst int
-	got       []received
-	attempts  map[string]int
-}
-
-type received struct {
-	id, event, attempt string
-	body               map[string]any
-	verified           bool
-}
-
-func newReceiver(t *testing.T, failFirst int) *receiver {
-	r := &receiver{t: t, failFirst: failFirst, attempts: map[string]int{}}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
-	raw, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	mac := hmac.New(sha256.New, []byte(r.secret))
-	mac.Write(raw)
-	want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
-	var body map[string]any
-	json.Unmarshal(raw, &body)
-	id := req.Header.Get("X-Webhook-Id")
-	r.got = append(r.got, received{id: id, event: req.Header.Get("X-Webhook-Event"), attempt: req.Header.Get("X-Webhook-Attempt"),
-		body: body, verified: hmac.Equal([]byte(want), []byte(req.Header.Get("X-Webhook-Signature")))})
-	r.attempts[id]++
-	if r.attempts[id] <= r.failFirst {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (r *receiver) received() []received {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]received(nil), r.got...)
-}
 
 func TestWebhooksEndToEnd(t *testing.T) {
 	for _, d := range storetest.Dialects {
@@ -312,55 +252,6 @@ func waitDelivered(t *testing.T, cfg Config, eventID, endpointID string) {
 		}
 		return len(pending) == 0
 	})
-}
-
-// child is the service running in a child process.
-type child struct {
-	cmd  *exec.Cmd
-	base string
-}
-
-// startChild runs the service as a child process (this test binary, see
-// TestMain) with cfg and the variables env ("NAME=value") on top, and
-// waits until it listens.
-func startChild(t *testing.T, cfg Config, env ...string) *child {
-	skipShort(t)
-	t.Helper()
-	addrFile := t.TempDir() + "/addr"
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(),
-		"RECORDHUB_E2E_CHILD=1", "RECORDHUB_E2E_ADDR_FILE="+addrFile,
-		"RECORDHUB_HTTP_ADDR=127.0.0.1:0", "RECORDHUB_DATA_DIR="+cfg.DataDir, "DATABASE_URL="+cfg.DatabaseURL,
-		"RECORDHUB_BOOTSTRAP_ADMIN_KEY="+cfg.BootstrapAdminKey, fmt.Sprintf("RECORDHUB_TEMPORAL_PORT=%d", cfg.TemporalPort),
-		"RECORDHUB_TEMPORAL_UI_ADDR=", "RECORDHUB_WEBHOOK_RETRY_INITIAL="+cfg.WebhookRetryInitial.String(),
-		"RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL="+cfg.WebhookRetryMaxInterval.String(),
-		"RECORDHUB_WEBHOOK_ALLOW_CIDRS="+strings.ReplaceAll(strings.Trim(fmt.Sprint(cfg.WebhookAllowCIDRs), "[]"), " ", ","),
-	)
-	cmd.Env = append(cmd.Env, env...)
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd}
-	t.Cleanup(func() { c.kill(t) })
-	storetest.Eventually(t, 60*time.Second, "the child to listen", func() bool {
-		b, err := os.ReadFile(addrFile)
-		if err != nil || len(b) == 0 {
-			return false
-		}
-		c.base = "http://" + strings.TrimSpace(string(b))
-		return true
-	})
-	return c
-}
-
-func (c *child) kill(t *testing.T) {
-	if c.cmd.ProcessState != nil {
-		return
-	}
-	c.cmd.Process.Signal(syscall.SIGKILL)
-	c.cmd.Wait()
 }
 
 // TestMain turns this test binary into the service when it is started as
