@@ -1,10 +1,9 @@
 // Package client is a Go client of recordhub's HTTP API.
 //
 // A Client holds the API's base URL and one key; every method takes a
-// context first and sends one request. An answer other than 2xx comes
-// back as an *Error carrying the API's error object (its code, message,
-// request id and field details), a request that got no answer as a
-// *TransportError:
+// context first. An answer other than 2xx comes back as an *Error
+// carrying the API's error object (its code, message, request id and field
+// details), a request that got no answer as a *TransportError:
 //
 //	c := client.New("http://127.0.0.1:8080", os.Getenv("RECORDHUB_ADMIN_KEY"))
 //	m, err := c.CreateModule(ctx, client.ModuleInput{
@@ -19,12 +18,27 @@
 //		Fields: map[string]any{"title": "hello"},
 //	})
 //
-// The client does not retry: what may be repeated depends on the caller
-// (a POST that starts a recovery may have started it before a network
-// error), so callers retry with Error.RetryAfter and Transient.
+// Lists come a page at a time (QueryRecords, ListDeliveries, …) or as
+// iterators that follow the pages to the end (Records, Deliveries,
+// AccessLogs): range over them with two variables, and stop at the first
+// non-nil error.
+//
+// # Retries
+//
+// By default the client sends each request once: what may be repeated
+// depends on the caller (a POST that starts a recovery may have started it
+// before a network error), so callers retry with Error.RetryAfter and
+// Transient. WithRetries has the client repeat, itself, the requests that
+// are safe to repeat: after a 429 or 503 (waiting Retry-After, capped by
+// WithMaxRetryWait) or no answer, a GET, HEAD or DELETE, and a POST or
+// PATCH that carries an Idempotency-Key. Such a key is made for every
+// write by WithIdempotencyKeys, or given for one write by IdempotencyKey;
+// the client sends the same key on each retry of the write, so that a
+// server that honours the header applies it once.
 //
 // The request and answer types are declared here rather than shared with
 // the server in package api: that package holds the Gin server, the store
 // and Temporal, none of which a client of the API should have to build.
-// api/openapi.yaml is the contract both sides follow.
+// api/openapi.yaml is the contract both sides follow; the members here
+// carry its JSON names.
 package client

@@ -20,6 +20,12 @@ type Error struct {
 	Message   string       `json:"message"`
 	RequestID string       `json:"request_id"`
 	Details   []FieldError `json:"details"`
+	// Required is the permission a 403 forbidden needed.
+	Required string `json:"required,omitempty"`
+	// Unknown are the query parameters a 400 refused because the route
+	// does not take them; Allowed those it takes.
+	Unknown []string `json:"unknown,omitempty"`
+	Allowed []string `json:"allowed,omitempty"`
 	// RetryAfter is the wait a 429 or 503 asked for in its Retry-After
 	// header; 0 when it did not say.
 	RetryAfter time.Duration `json:"-"`
@@ -75,7 +81,8 @@ func (e *TransportError) Unwrap() error { return e.Err }
 // Transient reports whether a request that failed with err may succeed when
 // sent again unchanged: it got no answer, or a 502, 503 or 504. A 429 is
 // not counted here: it asks for a wait (Error.RetryAfter), which a caller
-// may take for any request.
+// may take for any request. A Client built WithRetries retries these
+// itself, as far as a request is safe to repeat.
 func Transient(err error) bool {
 	var te *TransportError
 	if errors.As(err, &te) {

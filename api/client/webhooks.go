@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -16,6 +17,7 @@ type EndpointInput struct {
 	Events      []string          `json:"events,omitempty"`
 	ModuleIDs   []string          `json:"module_ids,omitempty"`
 	RetryMax    *int              `json:"retry_max,omitempty"`
+	Enabled     *bool             `json:"enabled,omitempty"`
 	Secret      string            `json:"secret,omitempty"`
 	Headers     map[string]string `json:"headers,omitempty"`
 	// Filter maps a field's name to the value it must equal.
@@ -25,48 +27,206 @@ type EndpointInput struct {
 }
 
 // EndpointUpdate is a change of an endpoint's settings: what is nil stays.
+// Events, ModuleIDs, Headers and Filter, when set, replace the whole list
+// or set (an empty Headers or Filter removes them). The secret changes
+// only by RotateEndpointSecret.
 type EndpointUpdate struct {
-	Ordering *string `json:"ordering,omitempty"`
-	Enabled  *bool   `json:"enabled,omitempty"`
+	URL         *string            `json:"url,omitempty"`
+	Description *string            `json:"description,omitempty"`
+	Events      *[]string          `json:"events,omitempty"`
+	ModuleIDs   *[]string          `json:"module_ids,omitempty"`
+	RetryMax    *int               `json:"retry_max,omitempty"`
+	Enabled     *bool              `json:"enabled,omitempty"`
+	Headers     *map[string]string `json:"headers,omitempty"`
+	Filter      *map[string]any    `json:"filter,omitempty"`
+	Ordering    *string            `json:"ordering,omitempty"`
 }
 
 // Endpoint is a webhook endpoint as the API shows it; Raw is the answer as
 // sent.
 type Endpoint struct {
-	ID        string          `json:"id"`
-	URL       string          `json:"url"`
-	Events    []string        `json:"events"`
-	ModuleIDs []string        `json:"module_ids"`
-	Enabled   bool            `json:"enabled"`
-	Ordering  string          `json:"ordering"`
-	Raw       json.RawMessage `json:"-"`
+	ID          string   `json:"id"`
+	URL         string   `json:"url"`
+	Description string   `json:"description"`
+	Events      []string `json:"events"`
+	// ModuleIDs is empty for every module; Modules names those of them
+	// that still exist.
+	ModuleIDs []string    `json:"module_ids"`
+	Modules   []ModuleRef `json:"modules"`
+	RetryMax  int         `json:"retry_max"`
+	Enabled   bool        `json:"enabled"`
+	CreatedAt time.Time   `json:"created_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+	// PreviousSecretExpiresAt is, during a rotation's grace period, when
+	// the previous secret stops signing.
+	PreviousSecretExpiresAt *time.Time     `json:"previous_secret_expires_at"`
+	Health                  EndpointHealth `json:"health"`
+	// Headers names the custom headers, each value "<redacted>"; their
+	// values are read by EndpointHeaders.
+	Headers  map[string]string `json:"headers"`
+	Filter   map[string]any    `json:"filter"`
+	Ordering string            `json:"ordering"`
+	// Secret is set only in the answers to create and rotate-secret.
+	Secret string `json:"secret,omitempty"`
+	// Stats is set only when asked for (EndpointListQuery.Stats,
+	// GetEndpoint's stats).
+	Stats *EndpointStats  `json:"stats,omitempty"`
+	Raw   json.RawMessage `json:"-"`
 }
+
+// ModuleRef names a module where another object refers to it.
+type ModuleRef struct {
+	ID   string `json:"id"`
+	Slug string `json:"slug"`
+	Name string `json:"name"`
+}
+
+// EndpointHealth is an endpoint's health, updated as each delivery ends.
+type EndpointHealth struct {
+	State               string     `json:"state"` // healthy, failing, disabled
+	ConsecutiveFailures int        `json:"consecutive_failures"`
+	LastSuccessAt       *time.Time `json:"last_success_at"`
+	LastFailureAt       *time.Time `json:"last_failure_at"`
+	DisabledAt          *time.Time `json:"disabled_at"`
+	DisabledReason      *string    `json:"disabled_reason"` // gone, failing, manual
+}
+
+// AttemptStats counts delivery attempts; the rate and percentiles are nil
+// without attempts.
+type AttemptStats struct {
+	Attempts    int      `json:"attempts"`
+	Succeeded   int      `json:"succeeded"`
+	SuccessRate *float64 `json:"success_rate"`
+	P50MS       *float64 `json:"p50_ms"`
+	P95MS       *float64 `json:"p95_ms"`
+}
+
+// EndpointStats is an endpoint's attempts over the last 24 UTC hours,
+// overall and hour by hour, oldest first.
+type EndpointStats struct {
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	AttemptStats
+	Hours []HourStats `json:"hours"`
+}
+
+// HourStats is an endpoint's attempts in the hour from Start.
+type HourStats struct {
+	Start time.Time `json:"start"`
+	AttemptStats
+}
+
+// EndpointSecret is what signs an endpoint's deliveries: the current
+// secret and, during a rotation's grace period, the previous one.
+type EndpointSecret struct {
+	Secret                  string     `json:"secret"`
+	PreviousSecret          string     `json:"previous_secret,omitempty"`
+	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at,omitempty"`
+}
+
+const endpointsPath = "/api/admin/webhook-endpoints"
 
 func endpointPath(endpointID string) string {
-	return "/api/admin/webhook-endpoints/" + escape(endpointID)
+	return endpointsPath + "/" + escape(endpointID)
 }
 
-// CreateEndpoint subscribes a webhook endpoint (an admin route).
-func (c *Client) CreateEndpoint(ctx context.Context, in EndpointInput) (*Endpoint, error) {
+// statsQuery asks for an endpoint's stats, or for nothing.
+func statsQuery(stats bool) url.Values {
+	if stats {
+		return url.Values{"include": {"stats"}}
+	}
+	return nil
+}
+
+// endpoint makes one call whose answer is an endpoint, kept as sent too.
+func (c *Client) endpoint(ctx context.Context, method, path string, in any) (*Endpoint, error) {
 	var ep Endpoint
-	raw, err := c.do(ctx, http.MethodPost, "/api/admin/webhook-endpoints", in, &ep)
+	raw, err := c.do(ctx, method, path, in, &ep)
 	if err != nil {
 		return nil, err
 	}
 	ep.Raw = raw
 	return &ep, nil
+}
+
+// CreateEndpoint subscribes a webhook endpoint (an admin route); the
+// answer carries its signing Secret.
+func (c *Client) CreateEndpoint(ctx context.Context, in EndpointInput) (*Endpoint, error) {
+	return c.endpoint(ctx, http.MethodPost, endpointsPath, in)
+}
+
+// EndpointListQuery selects a page of the tenant's endpoints, newest
+// first: Page from 1 (0 is the first), Limit 1 to 100 (0: the API's
+// default, 20); Stats adds each one's Stats.
+type EndpointListQuery struct {
+	Page, Limit int
+	Stats       bool
+}
+
+// ListEndpoints reads a page of the tenant's endpoints, without their
+// secrets (an admin route).
+func (c *Client) ListEndpoints(ctx context.Context, q EndpointListQuery) (*Page[Endpoint], error) {
+	v := statsQuery(q.Stats)
+	if v == nil {
+		v = url.Values{}
+	}
+	setPage(v, q.Page, q.Limit)
+	var p Page[Endpoint]
+	if _, err := c.do(ctx, http.MethodGet, withQuery(endpointsPath, v), nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// GetEndpoint reads one endpoint without its secret, with its Stats when
+// stats is true (an admin route).
+func (c *Client) GetEndpoint(ctx context.Context, endpointID string, stats bool) (*Endpoint, error) {
+	return c.endpoint(ctx, http.MethodGet, withQuery(endpointPath(endpointID), statsQuery(stats)), nil)
 }
 
 // UpdateEndpoint changes an endpoint's settings (an admin route). Setting
-// a value, it may be sent again after a network error.
+// values, it may be sent again after a network error.
 func (c *Client) UpdateEndpoint(ctx context.Context, endpointID string, in EndpointUpdate) (*Endpoint, error) {
-	var ep Endpoint
-	raw, err := c.do(ctx, http.MethodPatch, endpointPath(endpointID), in, &ep)
-	if err != nil {
+	return c.endpoint(ctx, http.MethodPatch, endpointPath(endpointID), in)
+}
+
+// DeleteEndpoint deletes an endpoint and its secrets; its delivery history
+// stays (an admin route).
+func (c *Client) DeleteEndpoint(ctx context.Context, endpointID string) error {
+	_, err := c.do(ctx, http.MethodDelete, endpointPath(endpointID), nil, nil)
+	return err
+}
+
+// EndpointSecret reads the secrets that sign an endpoint's deliveries (an
+// admin route).
+func (c *Client) EndpointSecret(ctx context.Context, endpointID string) (*EndpointSecret, error) {
+	var s EndpointSecret
+	if _, err := c.do(ctx, http.MethodGet, endpointPath(endpointID)+"/secret", nil, &s); err != nil {
 		return nil, err
 	}
-	ep.Raw = raw
-	return &ep, nil
+	return &s, nil
+}
+
+// EndpointHeaders reads an endpoint's custom headers with their values,
+// the only answer that holds them (an admin route).
+func (c *Client) EndpointHeaders(ctx context.Context, endpointID string) (map[string]string, error) {
+	var out struct {
+		Headers map[string]string `json:"headers"`
+	}
+	if _, err := c.do(ctx, http.MethodGet, endpointPath(endpointID)+"/headers", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Headers, nil
+}
+
+// RotateEndpointSecret gives an endpoint a new generated secret, answered
+// as Secret; the previous one keeps signing beside it for grace (whole
+// seconds, at most 7 days; 0 stops it at once). An admin route.
+func (c *Client) RotateEndpointSecret(ctx context.Context, endpointID string, grace time.Duration) (*Endpoint, error) {
+	body := struct {
+		GraceSeconds int64 `json:"grace_seconds"`
+	}{int64(grace / time.Second)}
+	return c.endpoint(ctx, http.MethodPost, endpointPath(endpointID)+"/rotate-secret", body)
 }
 
 // RecoveryInput is the window of a recovery; Until nil is now.
@@ -97,9 +257,10 @@ type Recovery struct {
 	FinishedAt *time.Time `json:"finished_at"`
 	// Capped: the recovery stopped at its cap with events of its window
 	// left; the next one starts at NextSince, with the same Until.
-	Capped    bool            `json:"capped"`
-	NextSince *time.Time      `json:"next_since"`
-	Raw       json.RawMessage `json:"-"`
+	Capped          bool            `json:"capped"`
+	CappedAtEventID *string         `json:"capped_at_event_id"`
+	NextSince       *time.Time      `json:"next_since"`
+	Raw             json.RawMessage `json:"-"`
 }
 
 // StartRecovery starts replaying an endpoint's failed deliveries of a

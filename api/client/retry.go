@@ -1,0 +1,132 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// IdempotencyKeyHeader is the header that names a write, so that a server
+// that has seen the name answers the write's first outcome again instead
+// of applying it twice.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// DefaultMaxRetryWait caps one wait between two tries of a request of a
+// Client built without WithMaxRetryWait.
+const DefaultMaxRetryWait = 30 * time.Second
+
+// firstBackoff is the wait before the first retry when the answer named
+// none (a broken connection, a 503 without Retry-After); it doubles with
+// each retry, up to the client's cap.
+const firstBackoff = 250 * time.Millisecond
+
+// WithRetries has the client send a request again, up to n more times,
+// after a 429 or a 503 (waiting the answer's Retry-After, capped by
+// WithMaxRetryWait) or when it got no answer (a *TransportError, after a
+// doubling backoff from 250ms) — but only a request that is safe to
+// repeat: a GET, HEAD or DELETE always, a POST or PATCH only when it
+// carries an Idempotency-Key (WithIdempotencyKeys, IdempotencyKey). A
+// POST without one that broke mid-way may have been applied, so it comes
+// back to the caller. Without WithRetries the client sends each request
+// once and leaves retrying to the caller (Transient, Error.RetryAfter).
+func WithRetries(n int) Option {
+	return func(c *Client) { c.retries = max(n, 0) }
+}
+
+// WithMaxRetryWait caps the wait before a retry (DefaultMaxRetryWait
+// otherwise): a longer Retry-After is waited for only that long.
+func WithMaxRetryWait(d time.Duration) Option {
+	return func(c *Client) { c.maxWait = max(d, 0) }
+}
+
+// WithIdempotencyKeys has the client send every POST and PATCH with an
+// Idempotency-Key header: a random value made once per call and sent again
+// on each of its retries, so that WithRetries may repeat writes too. A
+// server that honours the header applies a write once however many times
+// it arrives; one that does not ignores it. A key set on the call's
+// context with IdempotencyKey takes precedence.
+func WithIdempotencyKeys() Option {
+	return func(c *Client) { c.idempotencyKeys = true }
+}
+
+type idempotencyKeyOf struct{}
+
+// IdempotencyKey returns a context whose POST or PATCH carries key as its
+// Idempotency-Key: the caller's own name for one write (an order number,
+// say), kept across its own retries and restarts. A key names one write:
+// give each write a context of its own.
+func IdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, idempotencyKeyOf{}, key)
+}
+
+// idempotencyKey is the Idempotency-Key of a request: the context's, else
+// a new one when the client sends keys; none but on POST and PATCH.
+func (c *Client) idempotencyKey(ctx context.Context, method string) string {
+	if method != http.MethodPost && method != http.MethodPatch {
+		return ""
+	}
+	if k, ok := ctx.Value(idempotencyKeyOf{}).(string); ok && k != "" {
+		return k
+	}
+	if c.idempotencyKeys {
+		return newIdempotencyKey()
+	}
+	return ""
+}
+
+// newIdempotencyKey is a random UUID (version 4).
+func newIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// retryAfter says whether a request that ended with err on try (from 0)
+// is sent again, and after how long.
+func (c *Client) retryAfter(ctx context.Context, method, idemKey string, try int, err error) (time.Duration, bool) {
+	if err == nil || try >= c.retries || ctx.Err() != nil {
+		return 0, false
+	}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodDelete:
+	case http.MethodPost, http.MethodPatch:
+		if idemKey == "" {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	backoff := min(firstBackoff<<min(try, 16), c.maxWait)
+	var te *TransportError
+	if errors.As(err, &te) {
+		return backoff, true
+	}
+	var e *Error
+	if errors.As(err, &e) && (e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable) {
+		if e.RetryAfter > 0 {
+			return min(e.RetryAfter, c.maxWait), true
+		}
+		return backoff, true
+	}
+	return 0, false
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
