@@ -3,45 +3,15 @@ package client_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/recordhub/recordhub/api"
 	"github.com/recordhub/recordhub/api/client"
-	"github.com/recordhub/recordhub/api/ratelimit"
-	"github.com/recordhub/recordhub/models"
-	"github.com/recordhub/recordhub/models/storetest"
 )
-
-type discardLogs struct{}
-
-func (discardLogs) Enqueue(models.AccessLog) bool { return true }
-
-// newAPI serves the real API on SQLite and returns a client with the
-// admin key of its one tenant.
-func newAPI(t *testing.T) *client.Client {
-	t.Helper()
-	store := storetest.Open(t, models.SQLite)
-	_, _, adminKey, err := store.CreateTenant(context.Background(), "acme", 1_000_000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := api.New(api.Deps{
-		Store: store, Limiter: ratelimit.NewMemory(nil), Logs: discardLogs{}, Registry: prometheus.NewRegistry(),
-		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-		CheckURL: func(context.Context, string) error { return nil },
-	}).Handler()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return client.New(srv.URL+"/", adminKey)
-}
 
 // TestAdminFlow: an admin makes a key, a module and an endpoint; the key
 // writes and reads records, as the bench and the chaos harness do.

@@ -4,35 +4,124 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/recordhub/recordhub/api/client"
 )
 
+// An admin makes a module and a key that may write its records; the key
+// writes one.
 func Example() {
 	ctx := context.Background()
-	c := client.New("http://127.0.0.1:8080", os.Getenv("RECORDHUB_ADMIN_KEY"))
-	m, err := c.CreateModule(ctx, client.ModuleInput{
+	admin := client.New(baseURL, adminKey)
+	m, err := admin.CreateModule(ctx, client.ModuleInput{
 		Slug: "notes", Name: "Notes",
 		Fields: []client.Field{{Name: "title", Type: "string", Required: true}},
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	key, err := admin.CreateKey(ctx, client.KeyInput{
+		Name: "notes writer", Permissions: map[string][]string{m.ID: {"read", "write"}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	writer := admin.WithKey(key.Secret)
+	rec, err := writer.CreateRecord(ctx, m.ID, client.RecordInput{Fields: map[string]any{"title": "hello"}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(rec.Fields["title"], rec.Version)
+	// Output: hello 1
+}
+
+// Records follows the list's pages to its end: here three pages of two.
+func ExampleClient_Records() {
+	ctx := context.Background()
+	c := client.New(baseURL, adminKey)
+	m, err := c.CreateModule(ctx, client.ModuleInput{
+		Slug: "tasks", Name: "Tasks",
+		Fields: []client.Field{{Name: "title", Type: "string"}, {Name: "done", Type: "boolean"}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i := range 6 {
+		in := client.RecordInput{Fields: map[string]any{"title": fmt.Sprintf("task %d", i), "done": i%3 == 0}}
+		if _, err := c.CreateRecord(ctx, m.ID, in); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	q := client.RecordQuery{Limit: 2, Sort: client.SortOldest}
+	for rec, err := range c.Records(ctx, m.ID, q) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(rec.Fields["title"])
+	}
+	q.Filters = []client.Filter{client.Eq("done", "true")}
+	for rec, err := range c.Records(ctx, m.ID, q) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println("done:", rec.Fields["title"])
+	}
+	// Output:
+	// task 0
+	// task 1
+	// task 2
+	// task 3
+	// task 4
+	// task 5
+	// done: task 0
+	// done: task 3
+}
+
+// An answer other than 2xx is an *Error with the API's code, the HTTP
+// status and, for a validation failure, a detail per field.
+func ExampleError() {
+	ctx := context.Background()
+	c := client.New(baseURL, adminKey)
+	m, err := c.CreateModule(ctx, client.ModuleInput{
+		Slug: "invoices", Name: "Invoices",
+		Fields: []client.Field{{Name: "amount", Type: "number", Required: true}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = c.CreateRecord(ctx, m.ID, client.RecordInput{Fields: map[string]any{"amount": "twelve"}})
 	var apiErr *client.Error
-	if errors.As(err, &apiErr) && apiErr.Code == "conflict" {
-		fmt.Println("the slug is taken")
-		return
-	} else if err != nil {
-		fmt.Println(err)
-		return
+	if errors.As(err, &apiErr) {
+		fmt.Println(apiErr.Status, apiErr.Code)
+		for _, d := range apiErr.Details {
+			fmt.Printf("%s: %s\n", d.Field, d.Message)
+		}
 	}
-	key, err := c.CreateKey(ctx, client.KeyInput{Name: "notes writer", Permissions: map[string][]string{"notes": {"read", "write"}}})
+
+	rec, err := c.CreateRecord(ctx, m.ID, client.RecordInput{Fields: map[string]any{"amount": 12}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	rec, err := c.WithKey(key.Secret).CreateRecord(ctx, m.ID, client.RecordInput{Fields: map[string]any{"title": "hello"}})
-	if err != nil {
+	if _, err := c.UpdateRecord(ctx, m.ID, rec.ID, client.RecordPatch{Fields: map[string]any{"amount": 13}}); err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(rec.ID, rec.Version)
+	// A change based on version 1, which is no longer current, is refused.
+	_, err = c.UpdateRecord(ctx, m.ID, rec.ID, client.RecordPatch{Fields: map[string]any{"amount": 14}, IfMatch: rec.Version})
+	if errors.As(err, &apiErr) {
+		fmt.Println(apiErr.Status, apiErr.Code)
+	}
+	// Output:
+	// 422 validation_failed
+	// fields.amount: must be a number
+	// 412 precondition_failed
 }
