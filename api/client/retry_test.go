@@ -1,0 +1,179 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/recordhub/recordhub/api/client"
+)
+
+// seen is what a test server got: each request's method and
+// Idempotency-Key, in order.
+type seen struct {
+	mu   sync.Mutex
+	reqs []string
+	keys []string
+}
+
+func (s *seen) add(r *http.Request) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = append(s.reqs, r.Method)
+	s.keys = append(s.keys, r.Header.Get(client.IdempotencyKeyHeader))
+	return len(s.reqs)
+}
+
+func (s *seen) got() (reqs, keys []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.reqs...), append([]string(nil), s.keys...)
+}
+
+// unavailableOnce answers the first request 503 with Retry-After: after,
+// then a created record.
+func unavailableOnce(t *testing.T, after string) (*httptest.Server, *seen) {
+	t.Helper()
+	s := &seen{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if s.add(r) == 1 {
+			w.Header().Set("Retry-After", after)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"error":"unavailable","message":"the database cannot be reached; retry later","request_id":"req_1"}`))
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"id":"rec_1","module_id":"mod_1","fields":{},"custom_data":{},"version":1}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, s
+}
+
+var uuid = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// TestRetryWithIdempotencyKey: a POST that carries a key is sent again
+// after a 503, once its Retry-After has passed, with the same key.
+func TestRetryWithIdempotencyKey(t *testing.T) {
+	srv, s := unavailableOnce(t, "1")
+	c := client.New(srv.URL, "k", client.WithRetries(2), client.WithIdempotencyKeys())
+	start := time.Now()
+	rec, err := c.CreateRecord(context.Background(), "mod_1", client.RecordInput{Fields: map[string]any{"title": "x"}})
+	if err != nil {
+		t.Fatalf("create: %v, want the second answer", err)
+	}
+	if rec.ID != "rec_1" {
+		t.Errorf("record %+v, want rec_1", rec)
+	}
+	if waited := time.Since(start); waited < time.Second {
+		t.Errorf("retried after %v, want Retry-After's 1s", waited)
+	}
+	reqs, keys := s.got()
+	if d := cmp.Diff(reqs, []string{http.MethodPost, http.MethodPost}); d != "" {
+		t.Errorf("requests (-got +want):\n%s", d)
+	}
+	if len(keys) != 2 || !uuid.MatchString(keys[0]) || keys[1] != keys[0] {
+		t.Errorf("Idempotency-Keys %q, want one UUID sent twice", keys)
+	}
+}
+
+// TestRetryWithCallersKey: the key of the call's context is the one sent,
+// on every try; a Retry-After over the cap is waited for the cap only.
+func TestRetryWithCallersKey(t *testing.T) {
+	srv, s := unavailableOnce(t, "3600")
+	c := client.New(srv.URL, "k", client.WithRetries(1), client.WithMaxRetryWait(10*time.Millisecond))
+	ctx := client.IdempotencyKey(context.Background(), "order-42")
+	if _, err := c.CreateRecord(ctx, "mod_1", client.RecordInput{}); err != nil {
+		t.Fatalf("create: %v, want the second answer", err)
+	}
+	_, keys := s.got()
+	if d := cmp.Diff(keys, []string{"order-42", "order-42"}); d != "" {
+		t.Errorf("Idempotency-Keys (-got +want):\n%s", d)
+	}
+}
+
+// TestNoRetryOfPostWithoutKey: a POST without a key may have been applied,
+// so its 503 comes back to the caller, even with retries on.
+func TestNoRetryOfPostWithoutKey(t *testing.T) {
+	srv, s := unavailableOnce(t, "0")
+	c := client.New(srv.URL, "k", client.WithRetries(3))
+	_, err := c.CreateRecord(context.Background(), "mod_1", client.RecordInput{})
+	var e *client.Error
+	if !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable {
+		t.Fatalf("create: %v, want the 503", err)
+	}
+	reqs, keys := s.got()
+	if len(reqs) != 1 || keys[0] != "" {
+		t.Errorf("requests %q with keys %q, want one POST without a key", reqs, keys)
+	}
+}
+
+// TestNoRetryByDefault: a client without WithRetries sends a GET once.
+func TestNoRetryByDefault(t *testing.T) {
+	srv, s := unavailableOnce(t, "0")
+	_, err := client.New(srv.URL, "k").GetRecord(context.Background(), "mod_1", "rec_1")
+	if !client.Transient(err) {
+		t.Fatalf("get: %v, want the 503", err)
+	}
+	if reqs, _ := s.got(); len(reqs) != 1 {
+		t.Errorf("requests %q, want one", reqs)
+	}
+}
+
+// TestRetryAfterNoAnswer: a GET whose connection broke before an answer
+// is sent again; the retries end after n more tries.
+func TestRetryAfterNoAnswer(t *testing.T) {
+	s := &seen{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.add(r) <= 2 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"rec_1","module_id":"mod_1","fields":{},"custom_data":{},"version":3}`))
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+
+	_, err := client.New(srv.URL, "k", client.WithRetries(1), client.WithMaxRetryWait(time.Millisecond)).GetRecord(ctx, "mod_1", "rec_1")
+	var te *client.TransportError
+	if !errors.As(err, &te) {
+		t.Fatalf("two broken tries: %v (%T), want a *TransportError", err, err)
+	}
+	rec, err := client.New(srv.URL, "k", client.WithRetries(1), client.WithMaxRetryWait(time.Millisecond)).GetRecord(ctx, "mod_1", "rec_1")
+	if err != nil || rec.Version != 3 {
+		t.Fatalf("third try: %+v, %v; want the record", rec, err)
+	}
+	if reqs, _ := s.got(); len(reqs) != 3 {
+		t.Errorf("requests %q, want 3", reqs)
+	}
+}
+
+// TestRetryStopsWithContext: a wait before a retry ends with the call's
+// context.
+func TestRetryStopsWithContext(t *testing.T) {
+	srv, s := unavailableOnce(t, "3600")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := client.New(srv.URL, "k", client.WithRetries(1)).GetRecord(ctx, "mod_1", "rec_1")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("get: %v, want the context's deadline", err)
+	}
+	var e *client.Error
+	if !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable {
+		t.Errorf("get: %v, want the 503 it waited after too", err)
+	}
+	if reqs, _ := s.got(); len(reqs) != 1 {
+		t.Errorf("requests %q, want one", reqs)
+	}
+}
