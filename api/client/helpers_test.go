@@ -37,14 +37,23 @@ func handler(store *models.Store) http.Handler {
 // admin key of its one tenant.
 func newAPI(t *testing.T, opts ...client.Option) *client.Client {
 	t.Helper()
+	c, _, _ := newAPIStore(t, opts...)
+	return c
+}
+
+// newAPIStore is newAPI that also returns the API's store and the tenant's
+// id, for tests that write rows no route writes (delivery attempts, access
+// logs).
+func newAPIStore(t *testing.T, opts ...client.Option) (*client.Client, *models.Store, string) {
+	t.Helper()
 	store := storetest.Open(t, models.SQLite)
-	_, _, adminKey, err := store.CreateTenant(context.Background(), "acme", 1_000_000)
+	tenant, _, adminKey, err := store.CreateTenant(context.Background(), "acme", 1_000_000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(handler(store))
 	t.Cleanup(srv.Close)
-	return client.New(srv.URL+"/", adminKey, opts...)
+	return client.New(srv.URL+"/", adminKey, opts...), store, tenant.ID
 }
 
 // baseURL and adminKey address the API that TestMain serves for the

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -45,31 +46,45 @@ func titles(t *testing.T, seq func(yield func(client.Record, error) bool)) []str
 	return got
 }
 
+// counting counts the requests sent through it.
+type counting struct{ n atomic.Int64 }
+
+func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 // TestRecordsIterator: the iterator reads every page once, in the sort
-// asked for, with the filters, from the page asked for, and a break stops
-// it.
+// asked for, with the filters, from the page asked for, and no page past
+// the last; a break stops it.
 func TestRecordsIterator(t *testing.T) {
 	ctx := context.Background()
-	c := newAPI(t)
+	sent := &counting{}
+	c := newAPI(t, client.WithHTTPClient(&http.Client{Transport: sent}))
 	m := notesModule(t, c, 7)
 	all := []string{"note 0", "note 1", "note 2", "note 3", "note 4", "note 5", "note 6"}
 
 	tests := []struct {
-		name string
-		q    client.RecordQuery
-		want []string
+		name     string
+		q        client.RecordQuery
+		want     []string
+		requests int64
 	}{
-		{"pages of 3, oldest first", client.RecordQuery{Limit: 3, Sort: client.SortOldest}, all},
-		{"pages of 7: one full page", client.RecordQuery{Limit: 7, Sort: client.SortOldest}, all},
-		{"the default sort, newest first", client.RecordQuery{Limit: 2}, []string{"note 6", "note 5", "note 4", "note 3", "note 2", "note 1", "note 0"}},
-		{"from page 2", client.RecordQuery{Page: 2, Limit: 3, Sort: client.SortOldest}, all[3:]},
-		{"filtered", client.RecordQuery{Limit: 1, Sort: client.SortOldest, Filters: []client.Filter{client.Eq("done", "true")}}, []string{"note 0", "note 3", "note 6"}},
-		{"nothing matches", client.RecordQuery{Filters: []client.Filter{client.Eq("title", "none")}}, nil},
+		{"pages of 3, oldest first", client.RecordQuery{Limit: 3, Sort: client.SortOldest}, all, 3},
+		{"pages of 7: one full page", client.RecordQuery{Limit: 7, Sort: client.SortOldest}, all, 1},
+		{"the default sort, newest first", client.RecordQuery{Limit: 2}, []string{"note 6", "note 5", "note 4", "note 3", "note 2", "note 1", "note 0"}, 4},
+		{"from page 2", client.RecordQuery{Page: 2, Limit: 3, Sort: client.SortOldest}, all[3:], 2},
+		{"filtered", client.RecordQuery{Limit: 1, Sort: client.SortOldest, Filters: []client.Filter{client.Eq("done", "true")}}, []string{"note 0", "note 3", "note 6"}, 3},
+		{"nothing matches", client.RecordQuery{Filters: []client.Filter{client.Eq("title", "none")}}, nil, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			before := sent.n.Load()
 			if d := cmp.Diff(titles(t, c.Records(ctx, m.ID, tt.q)), tt.want); d != "" {
 				t.Errorf("titles (-got +want):\n%s", d)
+			}
+			if n := sent.n.Load() - before; n != tt.requests {
+				t.Errorf("%d requests, want %d", n, tt.requests)
 			}
 		})
 	}
