@@ -30,8 +30,9 @@ const firstBackoff = 250 * time.Millisecond
 // repeat: a GET, HEAD or DELETE always, a POST or PATCH only when it
 // carries an Idempotency-Key (WithIdempotencyKeys, IdempotencyKey). A
 // POST without one that broke mid-way may have been applied, so it comes
-// back to the caller. Without WithRetries the client sends each request
-// once and leaves retrying to the caller (Transient, Error.RetryAfter).
+// back to the caller; a DELETE whose first try was applied answers its
+// retry not_found. Without WithRetries the client sends each request once
+// and leaves retrying to the caller (Transient, Error.RetryAfter).
 func WithRetries(n int) Option {
 	return func(c *Client) { c.retries = max(n, 0) }
 }
@@ -46,7 +47,8 @@ func WithMaxRetryWait(d time.Duration) Option {
 // Idempotency-Key header: a random value made once per call and sent again
 // on each of its retries, so that WithRetries may repeat writes too. A
 // server that honours the header applies a write once however many times
-// it arrives; one that does not ignores it. A key set on the call's
+// it arrives; one that does not ignores it, and applies twice a write
+// retried after its first try was applied. A key set on the call's
 // context with IdempotencyKey takes precedence.
 func WithIdempotencyKeys() Option {
 	return func(c *Client) { c.idempotencyKeys = true }
