@@ -80,9 +80,10 @@ func (c *Client) ListAccessLogs(ctx context.Context, q AccessLogQuery) (*CursorP
 // than it and not in it.
 func (c *Client) AccessLogs(ctx context.Context, q AccessLogQuery) iter.Seq2[AccessLog, error] {
 	return walkCursor(ctx, func(ctx context.Context, cursor string) (*CursorPage[AccessLog], error) {
+		pq := q // each walk of the iterator starts from q
 		if cursor != "" {
-			q.Page, q.Cursor = 0, cursor
+			pq.Page, pq.Cursor = 0, cursor
 		}
-		return c.ListAccessLogs(ctx, q)
+		return c.ListAccessLogs(ctx, pq)
 	})
 }

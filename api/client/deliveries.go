@@ -108,10 +108,11 @@ func (c *Client) ListDeliveries(ctx context.Context, q DeliveryQuery) (*CursorPa
 // walk are newer than it and not in it.
 func (c *Client) Deliveries(ctx context.Context, q DeliveryQuery) iter.Seq2[Delivery, error] {
 	return walkCursor(ctx, func(ctx context.Context, cursor string) (*CursorPage[Delivery], error) {
+		pq := q // each walk of the iterator starts from q
 		if cursor != "" {
-			q.Page, q.Cursor = 0, cursor
+			pq.Page, pq.Cursor = 0, cursor
 		}
-		return c.ListDeliveries(ctx, q)
+		return c.ListDeliveries(ctx, pq)
 	})
 }
 

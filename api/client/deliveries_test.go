@@ -57,6 +57,19 @@ func TestDeliveries(t *testing.T) {
 	if d := cmp.Diff(got, want); d != "" {
 		t.Errorf("walked (-got +want):\n%s", d)
 	}
+	walk := c.Deliveries(ctx, q)
+	for range 2 {
+		var again []string
+		for d, err := range walk {
+			if err != nil {
+				t.Fatal(err)
+			}
+			again = append(again, d.ID)
+		}
+		if d := cmp.Diff(again, want); d != "" {
+			t.Errorf("one iterator walked twice (-got +want):\n%s", d)
+		}
+	}
 	failed, err := c.ListDeliveries(ctx, client.DeliveryQuery{Page: 1, EventID: "evt_3", Error: "http_status"})
 	if err != nil {
 		t.Fatal(err)

@@ -180,7 +180,8 @@ func (c *Client) QueryRecords(ctx context.Context, moduleID string, q RecordQuer
 // record older than the walk is seen once, unless one is deleted meanwhile.
 func (c *Client) Records(ctx context.Context, moduleID string, q RecordQuery) iter.Seq2[Record, error] {
 	return walkPages(ctx, q.Page, func(ctx context.Context, page int) (*RecordPage, error) {
-		q.Page = page
-		return c.QueryRecords(ctx, moduleID, q)
+		pq := q
+		pq.Page = page
+		return c.QueryRecords(ctx, moduleID, pq)
 	})
 }
