@@ -41,14 +41,6 @@ func filterModule(t *testing.T, s *models.Store, slug string, tenantID string) (
 	return tenantID, m
 }
 
-// filteredEndpoint asks for an endpoint on modules with filter.
-func filteredEndpoint(t *testing.T, s *models.Store, tenantID string, modules []string, filter map[string]any) (*models.WebhookEndpoint, error) {
-	t.Helper()
-	u, events := "https://hooks.example.com/f", []string{models.EventRecordCreated, models.EventStatusChange}
-	ep, _, err := s.CreateEndpoint(t.Context(), tenantID, models.EndpointInput{URL: &u, Events: &events, ModuleIDs: &modules, Filter: &filter}, allowURL)
-	return ep, err
-}
-
 // fieldErrors returns the details of a validation error, or fails.
 func fieldErrors(t *testing.T, err error) []models.FieldError {
 	t.Helper()

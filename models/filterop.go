@@ -59,7 +59,7 @@ func checkOp(f Field, op string) string {
 		return fmt.Sprintf("unknown operator %q; the operators are %s", op, strings.Join(FilterOps, ", "))
 	}
 	if ops := opsOf(f.Type); !slices.Contains(ops, op) {
-		return fmt.Sprintf("a %s field does not take %s; it takes %s", f.Type, op, strings.Join(ops, ", "))
+		return fmt.Sprintf("%s fields do not take %s; they take %s", f.Type, op, strings.Join(ops, ", "))
 	}
 	return ""
 }
