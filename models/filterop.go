@@ -3,6 +3,7 @@ package models
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -103,15 +104,14 @@ func countConds(filter map[string]any) int {
 // error reads after the parameter's name.
 func (f Field) FilterOperand(op, raw string) (any, error) {
 	if msg := checkOp(f, op); msg != "" {
-		return nil, fmt.Errorf("%s", msg)
+		return nil, errors.New(msg)
 	}
 	switch op {
 	case OpExists:
-		b, err := strconv.ParseBool(raw)
-		if err != nil || (raw != "true" && raw != "false") {
-			return nil, fmt.Errorf("must be true or false")
+		if raw != "true" && raw != "false" {
+			return nil, errors.New("must be true or false")
 		}
-		return b, nil
+		return raw == "true", nil
 	case OpIn:
 		parts := strings.Split(raw, ",")
 		if len(parts) > MaxFilterInValues {
@@ -129,7 +129,7 @@ func (f Field) FilterOperand(op, raw string) (any, error) {
 	case OpPrefix:
 		// A prefix of an option need not be an option.
 		if msg := unstorable(raw); msg != "" {
-			return nil, fmt.Errorf("%s", msg)
+			return nil, errors.New(msg)
 		}
 		return raw, nil
 	}
