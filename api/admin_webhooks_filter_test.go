@@ -12,7 +12,8 @@ import (
 
 // TestWebhookEndpointFilter: filter through the admin API. A valid one is
 // answered as given (numbers as numbers) by create, GET and list; bad
-// ones are 422 naming filter.<field>; PATCH replaces it, {} removes it.
+// ones (operators included) are 422 naming filter.<field>; PATCH
+// replaces it, operators and all, {} removes it.
 func TestWebhookEndpointFilter(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d models.Dialect) {
 		e := newEnv(t, d)
@@ -37,7 +38,11 @@ func TestWebhookEndpointFilter(t *testing.T) {
 			{"number for boolean", body(map[string]any{"paid": 1}), []string{"filter.paid"}},
 			{"not a state", body(map[string]any{"status": "lost"}), []string{"filter.status"}},
 			{"not an option", body(map[string]any{"size": "xl"}), []string{"filter.size"}},
-			{"operator", body(map[string]any{"status": map[string]any{"$in": []string{"paid"}}}), []string{"filter.status"}},
+			{"unknown operator", body(map[string]any{"status": map[string]any{"$in": []string{"paid"}}}), []string{"filter.status"}},
+			{"operator the type does not take", body(map[string]any{"paid": map[string]any{"gt": true}}), []string{"filter.paid"}},
+			{"operator value of the wrong type", body(map[string]any{"qty": map[string]any{"gte": "7"}}), []string{"filter.qty"}},
+			{"in over 100 values", body(map[string]any{"qty": map[string]any{"in": make([]int, 101)}}), []string{"filter.qty"}},
+			{"in not a list", body(map[string]any{"status": map[string]any{"in": "paid"}}), []string{"filter.status"}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				wantDetails(t, e.on(t).call("POST", path, e.admin, c.body), c.fields...)
@@ -58,6 +63,15 @@ func TestWebhookEndpointFilter(t *testing.T) {
 		got := e.call("PATCH", path+"/"+id, e.admin, map[string]any{"filter": map[string]any{"status": "paid"}}).want(200).json()
 		if diff := cmp.Diff(map[string]any{"status": "paid"}, got["filter"]); diff != "" {
 			t.Errorf("PATCH filter (-want +got):\n%s", diff)
+		}
+		// Operators: answered as given, an object per field.
+		ops := map[string]any{"status": map[string]any{"in": []any{"paid", "shipped"}}, "qty": map[string]any{"gte": float64(1), "lt": float64(10)}, "due": map[string]any{"exists": false}}
+		got = e.call("PATCH", path+"/"+id, e.admin, map[string]any{"filter": ops}).want(200).json()
+		if diff := cmp.Diff(ops, got["filter"]); diff != "" {
+			t.Errorf("PATCH filter with operators (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(ops, e.call("GET", path+"/"+id, e.admin, nil).want(200).json()["filter"]); diff != "" {
+			t.Errorf("GET filter with operators (-want +got):\n%s", diff)
 		}
 		wantDetails(t, e.call("PATCH", path+"/"+id, e.admin, map[string]any{"filter": map[string]any{"qty": 1.5}}), "filter.qty")
 		wantDetails(t, e.call("PATCH", path+"/"+id, e.admin, map[string]any{"module_ids": []string{}}), "filter")

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,34 +67,54 @@ func timeParam(c *gin.Context, name string) (*time.Time, error) {
 	return &t, nil
 }
 
-// Number filters take a JSON number literal (RFC 8259) and nothing else:
-// no NaN or Infinity, hex, underscores, leading '+' or zeros, bare '.' or
-// spaces, which strconv would take and PostgreSQL would not. Integer
-// filters take an integer literal within int64.
-var (
-	jsonNumber  = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`)
-	jsonInteger = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)$`)
-)
-
-// filterValue converts the value of filter[<field>] to the value the field
-// must equal, refusing a number or integer that is not written as above
-// before any SQL is built.
-func filterValue(f models.Field, raw string) (any, error) {
-	switch f.Type {
-	case models.TypeInteger:
-		if !jsonInteger.MatchString(raw) {
-			return nil, invalid("filter[%s] must be an integer written in decimal digits, such as 42 or -7", f.Name)
-		}
-	case models.TypeNumber:
-		if !jsonNumber.MatchString(raw) {
-			return nil, invalid("filter[%s] must be a JSON number, such as 42, -0.5 or 1.5e3", f.Name)
-		}
-	}
-	v, err := f.FilterValue(raw)
+// filterOperand converts the value of parameter param, a condition of op
+// on field f (filter[<field>] is op eq), to the value the condition
+// compares with, refusing an operator the field's type does not take and
+// a value it could not hold before any SQL is built.
+func filterOperand(f models.Field, param, op, raw string) (any, error) {
+	v, err := f.FilterOperand(op, raw)
 	if err != nil {
-		return nil, invalid("%s", err.Error())
+		return nil, invalid("%s %v", param, err)
 	}
 	return v, nil
+}
+
+// timeOperand converts the value of parameter param, a condition of op on
+// a record's created_at or updated_at, to the instant it compares with.
+func timeOperand(param, op, raw string) (time.Time, error) {
+	if !slices.Contains(models.TimeOps, op) {
+		return time.Time{}, invalid("%s: created_at and updated_at take %s", param, strings.Join(models.TimeOps, ", "))
+	}
+	t, err := models.ParseTime(raw)
+	if err != nil {
+		return time.Time{}, invalid("%s %v", param, err)
+	}
+	return t, nil
+}
+
+// filterParam splits a filter parameter's name into the field and the
+// operator: filter[<field>] is eq, filter[<field>][<op>] names its own.
+func filterParam(param string) (field, op string, ok bool) {
+	rest, ok := strings.CutPrefix(param, "filter[")
+	if !ok {
+		return "", "", false
+	}
+	field, rest, ok = strings.Cut(rest, "]")
+	if !ok {
+		return "", "", false
+	}
+	if rest == "" {
+		return field, models.OpEq, true
+	}
+	op, ok = strings.CutPrefix(rest, "[")
+	if !ok {
+		return "", "", false
+	}
+	op, ok = strings.CutSuffix(op, "]")
+	if !ok || strings.ContainsAny(op, "[]") {
+		return "", "", false
+	}
+	return field, op, true
 }
 
 // takes refuses, 400 invalid_request, a query parameter the route does not

@@ -1,7 +1,10 @@
 package api
 
 import (
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -83,26 +86,9 @@ func (s *Server) listRecords(c *gin.Context) {
 		s.fail(c, invalid("sort must be one of created_at, -created_at, updated_at, -updated_at"))
 		return
 	}
-	for param, values := range c.Request.URL.Query() {
-		name, ok := strings.CutPrefix(param, "filter[")
-		if !ok {
-			continue
-		}
-		name, ok = strings.CutSuffix(name, "]")
-		f, known := m.Field(name)
-		if !ok || !known {
-			s.fail(c, invalid("%s: the module has no field %q", param, name))
-			return
-		}
-		v, err := filterValue(f, values[0])
-		if err != nil {
-			s.fail(c, err)
-			return
-		}
-		if q.Filters == nil {
-			q.Filters = map[string]any{}
-		}
-		q.Filters[name] = v
+	if err := recordFilters(m, c.Request.URL.Query(), &q); err != nil {
+		s.fail(c, err)
+		return
 	}
 	recs, total, err := s.store.ListRecords(c.Request.Context(), m, q)
 	if err != nil {
@@ -110,6 +96,52 @@ func (s *Server) listRecords(c *gin.Context) {
 		return
 	}
 	writeRecordViews(c, recs, &list[recordJSON]{Total: total, Page: page.Page, Limit: page.Limit})
+}
+
+// recordFilters reads the filter parameters of a records list into q:
+// filter[<field>]=<value> and filter[<field>][<op>]=<value> on a field of
+// m, or on created_at and updated_at when m has no field of that name.
+// Several operators on one field must all hold.
+func recordFilters(m *models.Module, query url.Values, q *models.RecordQuery) error {
+	for _, param := range slices.Sorted(maps.Keys(query)) {
+		if !strings.HasPrefix(param, "filter[") {
+			continue
+		}
+		name, op, ok := filterParam(param)
+		if !ok {
+			return invalid("%s: a filter is filter[<field>] or filter[<field>][<op>]", param)
+		}
+		raw := query[param][0]
+		f, known := m.Field(name)
+		if !known && (name == "created_at" || name == "updated_at") {
+			at, err := timeOperand(param, op, raw)
+			if err != nil {
+				return err
+			}
+			q.Times = append(q.Times, models.TimeCond{Column: name, Op: op, At: at})
+			continue
+		}
+		if !known {
+			return invalid("%s: the module has no field %q", param, name)
+		}
+		v, err := filterOperand(f, param, op, raw)
+		if err != nil {
+			return err
+		}
+		if q.Filters == nil {
+			q.Filters = map[string]any{}
+		}
+		ops, _ := q.Filters[name].(map[string]any)
+		if ops == nil {
+			ops = map[string]any{}
+			q.Filters[name] = ops
+		}
+		if _, dup := ops[op]; dup {
+			return invalid("%s: filter[%s] and filter[%s][eq] are one condition; send one", param, name, name)
+		}
+		ops[op] = v
+	}
+	return nil
 }
 
 func (s *Server) getRecord(c *gin.Context) {

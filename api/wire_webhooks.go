@@ -31,7 +31,7 @@ type endpointJSON struct {
 	// route answers them in clear.
 	Headers map[string]string `json:"headers"`
 	// Filter is the content filter: field name → the value it must
-	// equal; {} when there is none.
+	// equal, or → an object of operator → value; {} when there is none.
 	Filter map[string]any `json:"filter"`
 	// Ordering is "none" or "record" (each record's events in version
 	// order).
@@ -121,7 +121,8 @@ type endpointInput struct {
 	Secret      *string   `json:"secret"`
 	// Headers: absent, null or an object; see headersIn.
 	Headers json.RawMessage `json:"headers"`
-	// Filter: field name → the value it must equal; {} removes the filter.
+	// Filter: field name → the value it must equal, or → an object of
+	// operator → value (models.EndpointFilter); {} removes the filter.
 	Filter *map[string]any `json:"filter"`
 	// Ordering: "none" or "record".
 	Ordering *string `json:"ordering"`

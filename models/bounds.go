@@ -21,6 +21,9 @@ const (
 	MaxNameBytes = 200
 	// MaxFilterConditions bounds an endpoint's content filter.
 	MaxFilterConditions = 20
+	// MaxFilterInValues bounds the values of one in condition, in a
+	// filter[<field>][in] list and in an endpoint's filter.
+	MaxFilterInValues = 100
 	// MaxFilterValueBytes bounds the value of one filter condition.
 	MaxFilterValueBytes = 1024
 	// MaxFilterBytes bounds a whole filter, encoded as JSON.

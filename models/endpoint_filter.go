@@ -9,17 +9,18 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // EndpointFilter is an endpoint's content filter: a record field's name →
 // the value the field must equal, read by the field's type as the records
 // list reads filter[<field>]=<value> (Field.FilterValue): a string, a bool
-// or a json.Number. Every condition must hold. Empty: every event passes.
+// or a json.Number; or → an object of operator → value, as the list reads
+// filter[<field>][<op>]=<value> (FilterCond). json fields cannot be
+// filtered, so an object is always operators. Every condition must hold.
+// Empty: every event passes.
 //
-// Equality is the only operator, as in the list. A status_change event
-// carries the record after the change, so a condition on its status field
-// names the status it moved to.
+// A status_change event carries the record after the change, so a
+// condition on its status field names the status it moved to.
 type EndpointFilter map[string]any
 
 // Value implements driver.Valuer; nil is stored as {}.
@@ -36,12 +37,14 @@ func (f *EndpointFilter) Scan(src any) error {
 }
 
 // Matches reports whether a record's fields, decoded with numbers as
-// json.Number, hold every condition. A field the record lacks, or holds
-// as null, matches no condition.
+// json.Number, hold every condition (FilterHolds). A field the record
+// lacks, or holds as null, matches no condition but exists=false.
 func (f EndpointFilter) Matches(fields map[string]any) bool {
-	for name, want := range f {
-		if !filterEqual(want, fields[name]) {
-			return false
+	for name, v := range f {
+		for _, c := range filterConds(v) {
+			if !FilterHolds(c, fields[name]) {
+				return false
+			}
 		}
 	}
 	return true
@@ -85,8 +88,8 @@ func (s *Store) validateFilter(ctx context.Context, tenantID string, e *WebhookE
 		e.Filter = EndpointFilter{}
 		return nil, nil
 	}
-	if len(e.Filter) > MaxFilterConditions {
-		return []FieldError{{Field: "filter", Message: fmt.Sprintf("at most %d conditions", MaxFilterConditions)}}, nil
+	if n := countConds(e.Filter); n > MaxFilterConditions {
+		return []FieldError{{Field: "filter", Message: fmt.Sprintf("at most %d conditions (each operator counts as one), got %d", MaxFilterConditions, n)}}, nil
 	}
 	if len(e.ModuleIDs) == 0 {
 		return []FieldError{{Field: "filter", Message: "a filter needs module_ids: its conditions are on the fields of those modules"}}, nil
@@ -132,15 +135,86 @@ func (s *Store) validateFilter(ctx context.Context, tenantID string, e *WebhookE
 	return errs, nil
 }
 
-// filterCondition reads a condition's JSON value v for field f: a value
-// the field could hold (a number for integer and number fields, true or
-// false for booleans, a string otherwise, one of the options or states
-// of an enum or status), converted as the list converts filter[<field>].
-// It returns why v is refused, or "".
+// filterCondition reads a filter entry's JSON value v for field f: a
+// value the field could hold, the eq condition, or an object of operator
+// → value (FilterCond), each operator one the field's type takes. It
+// returns the entry converted as the list converts filter[<field>], or
+// why v is refused.
 func filterCondition(f Field, v any) (any, string) {
 	if f.Type == TypeJSON {
 		return nil, "json fields cannot be filtered"
 	}
+	ops, ok := v.(map[string]any)
+	if !ok {
+		return filterOperand(f, OpEq, v)
+	}
+	if len(ops) == 0 {
+		return nil, "must be a value or an object of operator → value, not {}"
+	}
+	out := make(map[string]any, len(ops))
+	for _, op := range slices.Sorted(maps.Keys(ops)) {
+		if msg := checkOp(f, op); msg != "" {
+			return nil, msg
+		}
+		x, msg := filterOperand(f, op, ops[op])
+		if msg != "" {
+			return nil, op + ": " + msg
+		}
+		out[op] = x
+	}
+	return out, ""
+}
+
+// filterOperand reads the JSON value v of op on field f, as the list
+// reads filter[<field>][<op>]: a list of at most MaxFilterInValues values
+// for in, true or false for exists, a string for prefix, else a value
+// the field could hold.
+func filterOperand(f Field, op string, v any) (any, string) {
+	switch op {
+	case OpIn:
+		list, ok := v.([]any)
+		if !ok || len(list) == 0 {
+			return nil, "must be a non-empty array of values"
+		}
+		if len(list) > MaxFilterInValues {
+			return nil, fmt.Sprintf("must list at most %d values, got %d", MaxFilterInValues, len(list))
+		}
+		out := make([]any, len(list))
+		for i, x := range list {
+			y, msg := filterValueOf(f, x)
+			if msg != "" {
+				return nil, fmt.Sprintf("value %d %s", i+1, msg)
+			}
+			out[i] = y
+		}
+		return out, ""
+	case OpExists:
+		b, ok := v.(bool)
+		if !ok {
+			return nil, "must be true or false"
+		}
+		return b, ""
+	case OpPrefix:
+		p, ok := v.(string)
+		if !ok {
+			return nil, "must be a string"
+		}
+		if len(p) > MaxFilterValueBytes {
+			return nil, tooLong(MaxFilterValueBytes, len(p))
+		}
+		if msg := unstorable(p); msg != "" {
+			return nil, msg
+		}
+		return p, ""
+	}
+	return filterValueOf(f, v)
+}
+
+// filterValueOf reads one JSON value v compared with field f: a value
+// the field could hold (a number for integer and number fields, true or
+// false for booleans, a string otherwise, one of the options or states
+// of an enum or status), converted as the list converts filter[<field>].
+func filterValueOf(f Field, v any) (any, string) {
 	// Go callers may give numbers as Go numbers; the API gives json.Number.
 	switch x := v.(type) {
 	case int:
@@ -153,9 +227,9 @@ func filterCondition(f Field, v any) (any, string) {
 	var raw string
 	switch x := v.(type) {
 	case nil:
-		return nil, "must be the value the field must equal, not null"
+		return nil, "must be a value the field could hold, not null"
 	case map[string]any, []any:
-		return nil, "must be the value the field must equal: equality is the only operator"
+		return nil, "must be a value the field could hold"
 	case string:
 		raw = x
 	case json.Number:
@@ -171,7 +245,8 @@ func filterCondition(f Field, v any) (any, string) {
 	}
 	out, err := f.FilterValue(raw)
 	if err != nil {
-		return nil, strings.TrimPrefix(err.Error(), "filter["+f.Name+"] ")
+		// checkValue has refused what FilterValue refuses, in its words.
+		return nil, err.Error()
 	}
 	return out, ""
 }

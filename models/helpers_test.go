@@ -342,3 +342,11 @@ func tenantRows(ts []models.Tenant) []tenantRow {
 	}
 	return rows
 }
+
+// filteredEndpoint asks for an endpoint on modules with filter.
+func filteredEndpoint(t *testing.T, s *models.Store, tenantID string, modules []string, filter map[string]any) (*models.WebhookEndpoint, error) {
+	t.Helper()
+	u, events := "https://hooks.example.com/f", []string{models.EventRecordCreated, models.EventStatusChange}
+	ep, _, err := s.CreateEndpoint(t.Context(), tenantID, models.EndpointInput{URL: &u, Events: &events, ModuleIDs: &modules, Filter: &filter}, allowURL)
+	return ep, err
+}

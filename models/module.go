@@ -307,20 +307,31 @@ func asFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// FilterValue converts a query-string value to the JSON value a field holds,
-// for equality filters.
+// Number filters take a JSON number literal (RFC 8259) and nothing else:
+// no NaN or Infinity, hex, underscores, leading '+' or zeros, bare '.' or
+// spaces, which strconv would take and PostgreSQL would not. Integer
+// filters take an integer literal within int64.
+var (
+	jsonNumber  = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`)
+	jsonInteger = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)$`)
+)
+
+// FilterValue converts a query-string value to the JSON value a field
+// holds, the value a condition compares with, refusing a number or
+// integer that is not written as above before any SQL is built. The error
+// reads after the parameter's name.
 func (f Field) FilterValue(raw string) (any, error) {
 	switch f.Type {
 	case TypeInteger:
 		n := json.Number(raw)
-		if _, err := n.Int64(); err != nil {
-			return nil, fmt.Errorf("filter[%s] must be an integer", f.Name)
+		if _, err := n.Int64(); err != nil || !jsonInteger.MatchString(raw) {
+			return nil, errors.New("must be an integer written in decimal digits, such as 42 or -7")
 		}
 		return n, nil
 	case TypeNumber:
 		n := json.Number(raw)
-		if _, err := n.Float64(); err != nil || !numberInRange(n) {
-			return nil, fmt.Errorf("filter[%s] must be a number", f.Name)
+		if _, err := n.Float64(); err != nil || !numberInRange(n) || !jsonNumber.MatchString(raw) {
+			return nil, errors.New("must be a JSON number, such as 42, -0.5 or 1.5e3")
 		}
 		return n, nil
 	case TypeBoolean:
@@ -330,18 +341,18 @@ func (f Field) FilterValue(raw string) (any, error) {
 		case "false":
 			return false, nil
 		}
-		return nil, fmt.Errorf("filter[%s] must be true or false", f.Name)
+		return nil, errors.New("must be true or false")
 	case TypeJSON:
-		return nil, fmt.Errorf("filter[%s]: json fields cannot be filtered", f.Name)
+		return nil, errors.New("json fields cannot be filtered")
 	case TypeDatetime:
 		// No stored value can equal a time that is not one, or one outside
 		// the years records accept.
 		if _, err := ParseTime(raw); err != nil {
-			return nil, fmt.Errorf("filter[%s] %w", f.Name, err)
+			return nil, err
 		}
 	}
 	if msg := unstorable(raw); msg != "" {
-		return nil, fmt.Errorf("filter[%s] %s", f.Name, msg)
+		return nil, errors.New(msg)
 	}
 	return raw, nil
 }

@@ -52,8 +52,12 @@ type RecordQuery struct {
 	// Sort is one of created_at, -created_at, updated_at, -updated_at.
 	Sort string
 	// Filters maps a field name to the value it must equal (see
-	// Field.FilterValue).
+	// Field.FilterValue), or to a map of operator → value (see
+	// FilterCond); every condition must hold.
 	Filters map[string]any
+	// Times are conditions on created_at and updated_at; every one must
+	// hold.
+	Times []TimeCond
 }
 
 // CreateRecord validates and inserts a record.
@@ -199,22 +203,33 @@ func (s *Store) ListRecords(ctx context.Context, m *Module, q RecordQuery) ([]Re
 	where := "module_id = ? AND tenant_id = ?"
 	args := []any{m.ID, m.TenantID}
 	for _, name := range slices.Sorted(maps.Keys(q.Filters)) {
-		cond, cargs, err := s.filter(name, q.Filters[name])
+		for _, c := range filterConds(q.Filters[name]) {
+			cond, cargs, err := s.condOn("fields", name, c)
+			if err != nil {
+				return nil, 0, err
+			}
+			where += " AND " + cond
+			args = append(args, cargs...)
+		}
+	}
+	for _, c := range q.Times {
+		cond, cargs, err := timeCond(c)
 		if err != nil {
 			return nil, 0, err
 		}
 		where += " AND " + cond
 		args = append(args, cargs...)
 	}
+	filtered := len(q.Filters) > 0 || len(q.Times) > 0
 	const counted = "SELECT COALESCE(SUM(count), 0) FROM module_record_counts WHERE module_id = ?"
 	totalExpr, totalArgs := "("+counted+")", []any{m.ID}
-	if len(q.Filters) > 0 {
+	if filtered {
 		totalExpr, totalArgs = "COUNT(*) OVER ()", nil
 	}
 	query := "SELECT " + recordViewColumns + ", " + totalExpr + " FROM records WHERE " + where +
 		" ORDER BY " + order + " LIMIT ? OFFSET ?"
 	qargs := append(append(totalArgs, args...), q.Page.Limit, q.Page.Offset())
-	rows, err := s.query(ctx, query, len(q.Filters) == 0, qargs...)
+	rows, err := s.query(ctx, query, !filtered, qargs...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list records: %w", err)
 	}
@@ -240,10 +255,10 @@ func (s *Store) ListRecords(ctx context.Context, m *Module, q RecordQuery) ([]Re
 	}
 	// An empty page past the end carries no total.
 	countQuery, countArgs := counted, []any{m.ID}
-	if len(q.Filters) > 0 {
+	if filtered {
 		countQuery, countArgs = "SELECT COUNT(*) FROM records WHERE "+where, args
 	}
-	crow, err := s.query(ctx, countQuery, len(q.Filters) == 0, countArgs...)
+	crow, err := s.query(ctx, countQuery, !filtered, countArgs...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("count records: %w", err)
 	}
@@ -271,11 +286,6 @@ func (s *Store) query(ctx context.Context, query string, prepare bool, args ...a
 		return nil, fmt.Errorf("pool: %w", err)
 	}
 	return db.QueryContext(ctx, s.bind(query), args...)
-}
-
-// filter returns the condition that field name equals v, and its arguments.
-func (s *Store) filter(name string, v any) (string, []any, error) {
-	return s.filterOn("fields", name, v)
 }
 
 // filterOn returns the condition that key name of the JSON column equals v
@@ -326,26 +336,37 @@ func readableJSON(column string) string {
 // what strconv takes beyond JSON (+1, 05, .5, 0x10, 1_000). A value that
 // is no finite float64 matches nothing any record holds and is refused.
 func (s *Store) numberFilterOn(column, name string, n json.Number) (string, []any, error) {
-	var arg any
-	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
-		arg = i
-	} else if f, err := strconv.ParseFloat(string(n), 64); err == nil && numberInRange(n) && !math.IsInf(f, 0) && !math.IsNaN(f) {
-		arg = f
-	} else {
-		return "", nil, Errorf(KindInvalid, "the value compared with %s must be a finite number", name)
+	arg, err := numberArg(name, n)
+	if err != nil {
+		return "", nil, err
 	}
 	if s.dialect == Postgres {
-		typ := "bigint"
-		if _, ok := arg.(float64); ok {
-			typ = "double precision"
-		}
 		// jsonb compares numbers by value: 2 equals 2.0.
-		return column + " -> ? = to_jsonb(CAST(? AS " + typ + "))", []any{name, arg}, nil
+		return column + " -> ? = to_jsonb(CAST(? AS " + pgNumberType(arg) + "))", []any{name, arg}, nil
 	}
 	column = readableJSON(column)
 	path := `$."` + name + `"`
 	// The type check keeps 1 and 0 from matching JSON true and false.
 	return "json_extract(" + column + ", ?) = ? AND json_type(" + column + ", ?) IN ('integer', 'real')", []any{path, arg, path}, nil
+}
+
+// numberArg is the argument a number condition binds: an int64 when n is
+// an integer within range, else a float64.
+func numberArg(name string, n json.Number) (any, error) {
+	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+		return i, nil
+	} else if f, err := strconv.ParseFloat(string(n), 64); err == nil && numberInRange(n) && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		return f, nil
+	}
+	return nil, Errorf(KindInvalid, "the value compared with %s must be a finite number", name)
+}
+
+// pgNumberType is the PostgreSQL type numberArg's argument is cast to.
+func pgNumberType(arg any) string {
+	if _, ok := arg.(float64); ok {
+		return "double precision"
+	}
+	return "bigint"
 }
 
 // RecordPatch is an RFC 7396 merge patch of a record's fields and custom

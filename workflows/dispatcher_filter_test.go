@@ -42,8 +42,9 @@ func (f *fixture) filteredEndpoint(t *testing.T, m *models.Module, filter map[st
 // when the event is dispatched. An event that fails it starts no
 // workflow and leaves no row, not even a skipped one for a disabled
 // endpoint; the event is still marked dispatched. A status_change filter
-// names the status the record moved to. Endpoints without a filter get
-// everything they subscribe to.
+// names the status the record moved to; operators (in, prefix, ne) hold
+// as in the records list. Endpoints without a filter get everything they
+// subscribe to.
 func TestDispatcherFilters(t *testing.T) {
 	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) {
@@ -52,6 +53,11 @@ func TestDispatcherFilters(t *testing.T) {
 			f := newFixture(t, d)
 			m := f.ordersModule(t)
 			shipped := f.filteredEndpoint(t, m, map[string]any{"status": "shipped"}, models.EventStatusChange)
+			// Operators: moved on from new, on a record whose title starts "ke".
+			movedOn := f.filteredEndpoint(t, m, map[string]any{
+				"status": map[string]any{"in": []any{"paid", "shipped"}},
+				"title":  map[string]any{"prefix": "ke", "ne": "kept"},
+			}, models.EventStatusChange)
 			deletedKeep := f.filteredEndpoint(t, m, map[string]any{"title": "keep"}, models.EventRecordDeleted)
 			offKeep := f.filteredEndpoint(t, m, map[string]any{"title": "keep"}, models.EventRecordCreated)
 			f.setEnabled(t, offKeep.ID, false)
@@ -105,8 +111,13 @@ func TestDispatcherFilters(t *testing.T) {
 			for _, s := range starter.starts() {
 				got = append(got, s.opts.ID)
 			}
+			toPaid := find(models.EventStatusChange, keep.ID, func(ev *models.Event) bool {
+				return strings.Contains(ev.Payload, `"to":"paid"`)
+			})
 			want := []string{
 				WorkflowID(toShipped, shipped.ID),
+				WorkflowID(toPaid, movedOn.ID),
+				WorkflowID(toShipped, movedOn.ID),
 				WorkflowID(find(models.EventRecordDeleted, keep.ID, nil), deletedKeep.ID),
 				// The endpoints without a filter, on every module.
 				WorkflowID(find(models.EventRecordCreated, keep.ID, nil), f.subscribed.ID),
