@@ -20,7 +20,9 @@ type EndpointInput struct {
 	Enabled     *bool             `json:"enabled,omitempty"`
 	Secret      string            `json:"secret,omitempty"`
 	Headers     map[string]string `json:"headers,omitempty"`
-	// Filter maps a field's name to the value it must equal.
+	// Filter maps a field's name to the value it must equal, or to an
+	// object of operators and their values ({"gte": 100}); api/README.md
+	// lists the operators.
 	Filter map[string]any `json:"filter,omitempty"`
 	// Ordering is "none" or "record".
 	Ordering string `json:"ordering,omitempty"`
