@@ -265,8 +265,8 @@ func (s *Server) authenticate(c *gin.Context) {
 // the one thing a newcomer needs (curl -H "Authorization: rh_…" is the
 // usual first mistake).
 var (
-	errNoAuthorization = &models.Error{Kind: models.KindUnauthorized, Message: `an API key is required; send the key as "Authorization: Bearer <key>"`}
-	errNotBearer       = &models.Error{Kind: models.KindUnauthorized, Message: `the Authorization header is not a bearer token; send the key as "Authorization: Bearer <key>"`}
+	errNoAuthorization = &models.Error{Kind: models.KindUnauthorized, Message: `an API key is required; send the key as "Authorization: Bearer rh_…"`}
+	errNotBearer       = &models.Error{Kind: models.KindUnauthorized, Message: `the Authorization header is not a bearer token; send the key as "Authorization: Bearer rh_…"`}
 )
 
 func bearer(h string) (string, bool) {

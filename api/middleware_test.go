@@ -47,7 +47,7 @@ func TestSecretAnswersAreNotStored(t *testing.T) {
 // repeats the header.
 func TestKeyWithoutBearer(t *testing.T) {
 	e := newEnv(t, models.SQLite)
-	const how = `send the key as "Authorization: Bearer <key>"`
+	const how = `send the key as "Authorization: Bearer rh_…"`
 	for _, c := range []struct{ name, header string }{
 		{"bare key", e.admin},
 		{"token scheme", "Token " + e.admin},
