@@ -4,11 +4,14 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,7 +90,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	cmd.Env = append(readerEnv(),
 		"PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"API="+base,
-		"RECV_PORT="+fmt.Sprint(freePort(t)),
+		"RECV_PORT="+fmt.Sprint(receiverPort(t)),
 		"ADMIN="+printed[1],
 	)
 	// Both streams go to one file, as in a terminal; a file rather than a
@@ -183,4 +186,37 @@ func readerEnv() []string {
 		env = append(env, kv)
 	}
 	return env
+}
+
+// receiverPort is a free port for the walkthrough's receiver, below the
+// kernel's ephemeral range. The walkthrough binds it only later, in
+// `webhooks listen`; a port from the ephemeral range (freePort's) could be
+// handed meanwhile to another test's listener on port 0, whose server
+// would then take the walkthrough's wait and its deliveries.
+func receiverPort(t *testing.T) int {
+	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	const from = 20000
+	if low <= from {
+		return freePort(t)
+	}
+	start := from + rand.IntN(low-from)
+	for i := range low - from {
+		port := from + (start-from+i)%(low-from)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
+	}
+	t.Fatalf("no free port in %d-%d for the walkthrough's receiver", from, low-1)
+	return 0
 }

@@ -479,6 +479,10 @@ async function run(page) {
     // The filter from the form, the same list.
     await page.getByTestId('filter-clear').click();
     await page.waitForURL((u) => u.hash === '#/deliveries');
+    // The hash changes before the panel replaces the form: filled before
+    // that, the old form would take the value and the new, empty one
+    // would be applied.
+    await page.waitForFunction(() => document.querySelector('[data-testid="filter-record"]')?.value === '');
     await page.getByTestId('filter-record').fill(rec.id);
     await page.getByTestId('filter-apply').click();
     await page.waitForURL((u) => u.hash === `#/deliveries?record_id=${encodeURIComponent(rec.id)}`);
