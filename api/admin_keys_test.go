@@ -295,7 +295,7 @@ func TestKeyCRUD(t *testing.T) {
 		}
 
 		// Nothing in the table reveals the secret beyond its visible prefix.
-		for _, row := range dumpRows(t, db, "SELECT * FROM api_keys") {
+		for _, row := range db.Rows(t, "SELECT * FROM api_keys") {
 			for col, v := range row {
 				if strings.Contains(v, secret[len(prefix):]) {
 					t.Errorf("api_keys.%s holds the secret: %q", col, v)

@@ -86,7 +86,7 @@ func TestWebhookEndpointCreate(t *testing.T) {
 		}
 
 		// The secrets are stored sealed: neither appears in the table.
-		rows := dumpRows(t, db, "SELECT id, secret, previous_secret FROM webhook_endpoints ORDER BY id")
+		rows := db.Rows(t, "SELECT id, secret, previous_secret FROM webhook_endpoints ORDER BY id")
 		if len(rows) != 2 {
 			t.Fatalf("%d endpoint rows, want 2", len(rows))
 		}

@@ -128,7 +128,7 @@ func TestKeyStoredAsHashOnly(t *testing.T) {
 		// Nothing the database holds reveals a secret beyond its prefix.
 		for _, s := range []string{secret, rotatedSecret, adminSecret} {
 			hidden := s[models.KeyPrefixLen:]
-			for _, row := range dumpTable(t, db, "api_keys") {
+			for _, row := range db.Rows(t, "SELECT * FROM api_keys") {
 				for col, v := range row {
 					if strings.Contains(v, hidden) {
 						t.Errorf("column %s holds a secret: %q", col, v)

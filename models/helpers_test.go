@@ -57,45 +57,6 @@ func createKey(t *testing.T, s *models.Store, tenantID string, in models.KeyInpu
 	return k, secret
 }
 
-// dumpTable returns every row of table, each column as text.
-func dumpTable(t *testing.T, db *storetest.DB, table string) []map[string]string {
-	t.Helper()
-	rows, err := db.SQL(t).Query("SELECT * FROM " + table)
-	if err != nil {
-		t.Fatalf("select %s: %v", table, err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		row := map[string]string{}
-		for i, c := range cols {
-			switch v := vals[i].(type) {
-			case []byte:
-				row[c] = string(v)
-			default:
-				row[c] = fmt.Sprint(v)
-			}
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // errorFields returns the fields of a validation error.
 func errorFields(t *testing.T, err error) []string {
 	t.Helper()

@@ -734,13 +734,13 @@ func TestDeleteModuleRemovesInbound(t *testing.T) {
 			t.Errorf("LookupInbound on a recreated module: %v, want not found", err)
 		}
 		for _, table := range []string{"inbound_webhooks", "inbound_events"} {
-			for _, row := range dumpTable(t, db, table) {
+			for _, row := range db.Rows(t, "SELECT * FROM "+table) {
 				if row["module_id"] == e.m.ID {
 					t.Errorf("%s row of the deleted module left: %v", table, row["id"])
 				}
 			}
 		}
-		if got := len(dumpTable(t, db, "inbound_events")); got != 2 {
+		if got := len(db.Rows(t, "SELECT * FROM inbound_events")); got != 2 {
 			t.Errorf("%d inbound events left, want the other module's 2", got)
 		}
 	})

@@ -201,3 +201,46 @@ func (db *DB) EventsCommittedAfter(t testing.TB, pos string) map[string]bool {
 	}
 	return ids
 }
+
+// Rows runs query (with ? placeholders) on the database directly and
+// returns its rows with every column as text, NULL as "NULL": what a test
+// reads to see what is stored, past the store.
+func (db *DB) Rows(t testing.TB, query string, args ...any) []map[string]string {
+	t.Helper()
+	rows, err := db.SQL(t).Query(db.Rebind(query), args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		row := map[string]string{}
+		for i, c := range cols {
+			switch v := vals[i].(type) {
+			case nil:
+				row[c] = "NULL"
+			case []byte:
+				row[c] = string(v)
+			default:
+				row[c] = fmt.Sprint(v)
+			}
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
