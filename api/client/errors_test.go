@@ -62,10 +62,16 @@ func TestErrorOfAProxy(t *testing.T) {
 // TestTransportError: a request that gets no answer is a *TransportError,
 // transient.
 func TestTransportError(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
-	srv.Close()
-	_, err := client.New(url, "k").StartResync(context.Background(), "whe_1")
+	// A server that hangs up before answering. Not a closed server's
+	// port: another test, in this process or another, may be listening on
+	// it by then and would take the request.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	_, err := client.New(srv.URL, "k").StartResync(context.Background(), "whe_1")
 	var te *client.TransportError
 	if !errors.As(err, &te) || te.Method != http.MethodPost {
 		t.Fatalf("got %v (%T), want a *TransportError of the POST", err, err)
