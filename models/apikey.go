@@ -167,7 +167,7 @@ func (s *Store) CreateKey(ctx context.Context, tenantID string, in KeyInput, def
 	if in.RateLimitPerMinute != nil {
 		k.RateLimitPerMinute = *in.RateLimitPerMinute
 	}
-	if err := s.w.WithContext(ctx).Create(k).Error; err != nil {
+	if err := s.writer(ctx).Create(k).Error; err != nil {
 		return nil, "", fmt.Errorf("insert key: %w", err)
 	}
 	return k, secret, nil

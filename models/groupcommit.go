@@ -25,8 +25,12 @@ type writeJob struct {
 }
 
 // write runs fn in a transaction: its own on PostgreSQL, a shared one on
-// SQLite. fn must use only tx, never the store's pools for writes.
+// SQLite, ctx's when it is in one of Atomically's. fn must use only tx,
+// never the store's pools for writes.
 func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if tx := ambientTx(ctx); tx != nil {
+		return fn(tx)
+	}
 	if s.writes == nil {
 		s.observe("BEGIN")
 		err := s.w.WithContext(ctx).Transaction(fn)
@@ -46,8 +50,8 @@ func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 // but on PostgreSQL without BEGIN and COMMIT around it: a single statement
 // is atomic by itself, and the two round trips cost as much as it does.
 func (s *Store) writeOne(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	if s.writes == nil {
-		return fn(s.w.WithContext(ctx))
+	if s.writes == nil || InTransaction(ctx) {
+		return fn(s.writer(ctx))
 	}
 	return s.write(ctx, fn)
 }

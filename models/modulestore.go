@@ -32,7 +32,7 @@ func (s *Store) CreateModule(ctx context.Context, tenantID string, in ModuleInpu
 	if errs := ValidateModule(m.Slug, m.Name, m.Fields); len(errs) > 0 {
 		return nil, ValidationError(errs)
 	}
-	if err := s.w.WithContext(ctx).Create(m).Error; err != nil {
+	if err := s.writer(ctx).Create(m).Error; err != nil {
 		if isUniqueViolation(err) {
 			return nil, Errorf(KindConflict, "a module with slug %q exists", m.Slug)
 		}

@@ -101,7 +101,8 @@ func (s *Store) newRecord(m *Module, fields, customData map[string]any) (*Record
 }
 
 // insertRecord inserts a record, counts it and writes its events,
-// atomically. On PostgreSQL it is one statement, one round trip; SQLite runs
+// atomically. On PostgreSQL it is one statement, one round trip (in ctx's
+// transaction when it is in one); SQLite runs
 // in process, so a transaction of several statements costs little there.
 func (s *Store) insertRecord(ctx context.Context, r *Record, events []Event) error {
 	stampTrace(ctx, events)
@@ -124,7 +125,7 @@ func (s *Store) insertRecord(ctx context.Context, r *Record, events []Event) err
 			args = append(args, e.ID, e.TenantID, e.ModuleID, e.RecordID, e.RecordVersion, e.Type, e.Payload, e.OccurredAt, e.TraceParent)
 		}
 		args = append(args, s.shard())
-		err = s.w.WithContext(ctx).Exec(`WITH r AS (
+		err = s.writer(ctx).Exec(`WITH r AS (
 			INSERT INTO records (id, tenant_id, module_id, fields, custom_data, version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING module_id),
 			e AS (INSERT INTO events (id, tenant_id, module_id, record_id, record_version, type, payload, occurred_at, trace_parent) VALUES `+values+`)
@@ -402,6 +403,9 @@ func (s *Store) updateRecordOnce(ctx context.Context, m *Module, id string, patc
 		changed bool
 	)
 	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := s.lockForChange(tx, id); err != nil {
+			return err
+		}
 		if err := tx.Where("id = ? AND module_id = ? AND tenant_id = ?", id, m.ID, m.TenantID).Take(&out).Error; err != nil {
 			return notFoundOr(err, "load record")
 		}
@@ -491,6 +495,9 @@ func changeTime(now time.Time, r *Record) time.Time {
 func (s *Store) DeleteRecord(ctx context.Context, m *Module, id string) (*Record, error) {
 	var r Record
 	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := s.lockForChange(tx, id); err != nil {
+			return err
+		}
 		if err := tx.Where("id = ? AND module_id = ? AND tenant_id = ?", id, m.ID, m.TenantID).Take(&r).Error; err != nil {
 			return notFoundOr(err, "load record")
 		}

@@ -132,7 +132,7 @@ func (s *Store) SetTenantAIKey(ctx context.Context, tenantID, key string) error 
 		return Errorf(KindInvalid, "the AI key must not be empty")
 	}
 	sealed := s.box.Seal(key, "tenant-ai-key:"+tenantID)
-	res := s.w.WithContext(ctx).Model(&Tenant{}).Where("id = ?", tenantID).Update("ai_key", sealed)
+	res := s.writer(ctx).Model(&Tenant{}).Where("id = ?", tenantID).Update("ai_key", sealed)
 	if res.Error != nil {
 		return fmt.Errorf("store ai key: %w", res.Error)
 	}

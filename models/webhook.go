@@ -524,7 +524,7 @@ func (s *Store) CountEndpointsByHealth(ctx context.Context) (map[string]int64, e
 // DeleteEndpoint deletes an endpoint; deliveries in flight stop at their
 // next attempt, and its delivery history stays.
 func (s *Store) DeleteEndpoint(ctx context.Context, tenantID, id string) error {
-	res := s.w.WithContext(ctx).Where("tenant_id = ? AND id = ?", tenantID, id).Delete(&WebhookEndpoint{})
+	res := s.writer(ctx).Where("tenant_id = ? AND id = ?", tenantID, id).Delete(&WebhookEndpoint{})
 	if res.Error != nil {
 		return fmt.Errorf("delete endpoint: %w", res.Error)
 	}
