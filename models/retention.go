@@ -18,10 +18,16 @@ const (
 	PurgeDeliveries    PurgeKind = "webhook_deliveries"
 	PurgeEvents        PurgeKind = "events"
 	PurgeInboundEvents PurgeKind = "inbound_events"
+	// PurgeIdempotencyKeys are the answers stored under idempotency keys
+	// (idempotency.go), kept for the idempotency TTL.
+	PurgeIdempotencyKeys PurgeKind = "idempotency_keys"
 )
 
-// PurgeKinds lists every kind, in the order a purge takes them.
-var PurgeKinds = []PurgeKind{PurgeAccessLogs, PurgeDeliveries, PurgeEvents, PurgeInboundEvents}
+// PurgeKinds lists every kind, in the order a purge takes them. The Purge
+// workflow takes the kinds it knew before PurgeIdempotencyKeys from its
+// own list, and that one behind a version (workflows/purge.go): a kind
+// added here needs the same.
+var PurgeKinds = []PurgeKind{PurgeAccessLogs, PurgeDeliveries, PurgeEvents, PurgeInboundEvents, PurgeIdempotencyKeys}
 
 // purgeQueries delete one batch of a kind's rows older than a cutoff: the
 // oldest first, chosen by primary key through the time column's index
@@ -39,6 +45,8 @@ var purgeQueries = map[PurgeKind]string{
 		(SELECT id FROM events WHERE dispatched_at IS NOT NULL AND dispatched_at < ? ORDER BY dispatched_at LIMIT ?)`,
 	PurgeInboundEvents: `DELETE FROM inbound_events WHERE id IN
 		(SELECT id FROM inbound_events WHERE received_at < ? ORDER BY received_at LIMIT ?)`,
+	PurgeIdempotencyKeys: `DELETE FROM idempotency_keys WHERE (key_id, idem_key) IN
+		(SELECT key_id, idem_key FROM idempotency_keys WHERE created_at < ? ORDER BY created_at LIMIT ?)`,
 }
 
 // purgeNumbering deletes, with a kind and by its cutoff, one batch of the

@@ -74,7 +74,18 @@ func TestPurge(t *testing.T) {
 		if err := s.MarkDispatched(ctx, oldEvents[:2]); err != nil {
 			t.Fatal(err)
 		}
+		saveAnswers := func(n int) {
+			t.Helper()
+			for range n {
+				a := models.IdempotentAnswer{Fingerprint: []byte("f"), Status: 201, Body: []byte("{}")}
+				if err := s.SaveIdempotentAnswer(ctx, k.ID, models.NewID("idem"), 24*time.Hour, a); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		saveAnswers(oldRows)
 		clock.Advance(10 * 24 * time.Hour)
+		saveAnswers(newRows)
 		newEvents := out.events(t, s, 1)
 		if err := s.MarkDispatched(ctx, newEvents); err != nil {
 			t.Fatal(err)
@@ -176,6 +187,9 @@ func TestPurge(t *testing.T) {
 		}
 		if got := count("SELECT COUNT(*) FROM inbound_events"); got != newRows {
 			t.Errorf("%d inbound events left, want %d", got, newRows)
+		}
+		if got := count("SELECT COUNT(*) FROM idempotency_keys"); got != newRows {
+			t.Errorf("%d idempotent answers left, want %d", got, newRows)
 		}
 		var left []string
 		rows, err := db.SQL(t).Query("SELECT id FROM events ORDER BY occurred_at, id")

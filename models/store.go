@@ -87,6 +87,8 @@ type Store struct {
 	// recoveries: see Options.BulkRunning and Options.BulkRate.
 	bulkRunning int
 	bulkEvery   time.Duration
+	// idemHeld is SQLite's lock on idempotency keys (idempotency.go).
+	idemHeld heldKeys
 }
 
 // Options configure a Store.
