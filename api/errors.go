@@ -21,6 +21,9 @@ const (
 	codeRateLimited    = "rate_limited"
 	codeInternal       = "internal"
 	codeUnavailable    = "unavailable"
+	// codeIdempotencyKeyReused (422): an Idempotency-Key sent again with
+	// another method, path or body (idempotency.go).
+	codeIdempotencyKeyReused = "idempotency_key_reused"
 )
 
 // statusOf is the one table from error kinds to HTTP statuses.

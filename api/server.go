@@ -75,6 +75,10 @@ type Deps struct {
 	// for a connection of the store's heavy-read pool and running;
 	// models.DefaultHeavyReadTimeout when zero.
 	HeavyReadTimeout time.Duration
+	// IdempotencyTTL is how long the answer of a write sent with an
+	// Idempotency-Key answers its retries (RECORDHUB_IDEMPOTENCY_TTL);
+	// DefaultIdempotencyTTL when zero.
+	IdempotencyTTL time.Duration
 }
 
 // inboundRoute is the public inbound webhook.
@@ -102,6 +106,7 @@ type Server struct {
 	outage           outageLog
 	heavyReadTimeout time.Duration
 	slowReads        outageLog
+	idempotencyTTL   time.Duration
 }
 
 // New returns a Server with its routes.
@@ -111,7 +116,7 @@ func New(d Deps) *Server {
 		store: d.Store, limiter: d.Limiter, logs: d.Logs, log: d.Log,
 		registry: d.Registry, defaultRateLimit: d.DefaultRateLimit, ready: d.Ready, now: d.Now,
 		urlCheck: d.CheckURL, replayer: d.Replayer, recoverer: d.Recoverer, resyncer: d.Resyncer, publicURL: d.PublicURL,
-		console: d.Console, heavyReadTimeout: d.HeavyReadTimeout,
+		console: d.Console, heavyReadTimeout: d.HeavyReadTimeout, idempotencyTTL: d.IdempotencyTTL,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -179,7 +184,8 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 
 	// Every list, and every route that takes query parameters, refuses
 	// those it does not take (takes); other routes ignore a query.
-	authed := r.Group("/api", s.authenticate, s.rateLimit, s.checkParams)
+	// Writes sent with an Idempotency-Key are answered once (idempotent).
+	authed := r.Group("/api", s.authenticate, s.rateLimit, s.checkParams, s.idempotent)
 	authed.GET("/modules", s.takes(), s.listModules)
 	// Path ids are checked once the key may call the route at all: a
 	// non-admin key is refused the admin API whatever its path holds.

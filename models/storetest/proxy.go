@@ -25,8 +25,9 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	ln    net.Listener
-	hole  bool
-	cutOn []byte
+	hole     bool
+	cutOn    []byte
+	cutAfter []byte
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 	// sent counts what clients sent through the proxy (Sent).
@@ -131,6 +132,16 @@ func (p *Proxy) CutOn(b []byte) {
 	p.mu.Unlock()
 }
 
+// CutAfterSent makes the proxy forward the next chunk a client sends that
+// contains b, then close the connection before the server's answer can
+// reach the client: the server acts on the message (a COMMIT commits) and
+// the client never learns it did. It applies once.
+func (p *Proxy) CutAfterSent(b []byte) {
+	p.mu.Lock()
+	p.cutAfter = bytes.Clone(b)
+	p.mu.Unlock()
+}
+
 func (p *Proxy) serve(ln net.Listener) {
 	p.mu.Lock()
 	p.ln = ln
@@ -178,8 +189,9 @@ func (p *Proxy) handle(ln net.Listener, client net.Conn) {
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
-		p.forward(server, client)
-		p.drop(client, server)
+		if !p.forward(server, client) {
+			p.drop(client, server)
+		}
 	}()
 	go func() {
 		defer p.wg.Done()
@@ -189,23 +201,31 @@ func (p *Proxy) handle(ln net.Listener, client net.Conn) {
 }
 
 // forward copies what the client sends to the server, cutting both when
-// a chunk holds the armed CutOn bytes.
-func (p *Proxy) forward(dst, src net.Conn) {
+// a chunk holds the armed CutOn bytes. It reports whether it cut the
+// client only, after a chunk holding the CutAfterSent bytes.
+func (p *Proxy) forward(dst, src net.Conn) (clientCut bool) {
 	buf := make([]byte, 32<<10)
 	msgs := &messages{p: p}
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			if p.cut(buf[:n]) {
-				return
+				return false
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
+				return false
 			}
 			msgs.read(buf[:n])
+			if p.cutAfterSent(buf[:n]) {
+				// The client's side is cut at once; the server's is
+				// left to act on the message and answer it, which ends
+				// the copy back (handle) on the cut client.
+				p.drop(src)
+				return true
+			}
 		}
 		if err != nil {
-			return
+			return false
 		}
 	}
 }
@@ -217,6 +237,16 @@ func (p *Proxy) cut(chunk []byte) bool {
 		return false
 	}
 	p.cutOn = nil
+	return true
+}
+
+func (p *Proxy) cutAfterSent(chunk []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cutAfter == nil || !bytes.Contains(chunk, p.cutAfter) {
+		return false
+	}
+	p.cutAfter = nil
 	return true
 }
 
