@@ -23,13 +23,13 @@ type Proxy struct {
 	target string
 	addr   string
 
-	mu    sync.Mutex
-	ln    net.Listener
+	mu       sync.Mutex
+	ln       net.Listener
 	hole     bool
 	cutOn    []byte
 	cutAfter []byte
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	conns    map[net.Conn]struct{}
+	wg       sync.WaitGroup
 	// sent counts what clients sent through the proxy (Sent).
 	sent Wire
 }
