@@ -55,7 +55,11 @@ func Purge(ctx workflow.Context, _ PurgeWorkflowInput) (PurgeWorkflowOutput, err
 		out  PurgeWorkflowOutput
 		errs []error
 	)
-	for _, kind := range models.PurgeKinds {
+	kinds := purgeKindsV0
+	if workflow.GetVersion(ctx, purgeIdempotencyVersion, workflow.DefaultVersion, 1) == 1 {
+		kinds = append(kinds[:len(kinds):len(kinds)], models.PurgeIdempotencyKeys)
+	}
+	for _, kind := range kinds {
 		var got activities.PurgeOutput
 		if err := workflow.ExecuteActivity(ctx, PurgeActivityName, activities.PurgeInput{Kind: kind}).Get(ctx, &got); err != nil {
 			errs = append(errs, fmt.Errorf("purge %s: %w", kind, err))
@@ -65,6 +69,17 @@ func Purge(ctx workflow.Context, _ PurgeWorkflowInput) (PurgeWorkflowOutput, err
 	}
 	return out, errors.Join(errs...)
 }
+
+// purgeKindsV0 are the kinds every Purge execution purges, in the order
+// it purges them: the workflow's own list, not models.PurgeKinds, so that
+// a kind added there changes no history. A kind added since comes after
+// them behind a version of its own.
+var purgeKindsV0 = []models.PurgeKind{models.PurgeAccessLogs, models.PurgeDeliveries, models.PurgeEvents, models.PurgeInboundEvents}
+
+// purgeIdempotencyVersion is the workflow.GetVersion change id of the
+// purge of idempotency keys, after the kinds of purgeKindsV0: executions
+// that began before it replay without it.
+const purgeIdempotencyVersion = "purge-idempotency-keys"
 
 // RegisterPurge registers p's Purge activity under its pinned name (the
 // Purge workflow is registered with the others by Register).

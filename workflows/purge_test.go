@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -48,12 +49,23 @@ func TestPurgeWorkflow(t *testing.T) {
 		}
 	}
 
+	// An answer stored under an idempotency key two days ago, by a store
+	// whose clock says so, and one stored now.
+	past := db.Open(t, models.Options{Now: func() time.Time { return now.Add(-48 * time.Hour) }})
+	for i, st := range []*models.Store{past, s} {
+		a := models.IdempotentAnswer{Fingerprint: []byte("f"), Status: 201, Body: []byte("{}")}
+		if err := st.SaveIdempotentAnswer(ctx, "key_1", fmt.Sprint("k", i), time.Hour, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	registerWorkflows(env)
 	RegisterPurge(env, activities.NewPurger(s, activities.PurgeConfig{
 		Retention: map[models.PurgeKind]time.Duration{
 			models.PurgeAccessLogs: 24 * time.Hour, models.PurgeDeliveries: 0, models.PurgeInboundEvents: 24 * time.Hour,
+			models.PurgeIdempotencyKeys: 24 * time.Hour,
 		},
 		Batch: 7, Pause: time.Millisecond, Now: func() time.Time { return now },
 	}))
@@ -71,11 +83,12 @@ func TestPurgeWorkflow(t *testing.T) {
 		{Kind: models.PurgeDeliveries},
 		{Kind: models.PurgeEvents},
 		{Kind: models.PurgeInboundEvents, Cutoff: cutoff},
+		{Kind: models.PurgeIdempotencyKeys, Deleted: 1, Cutoff: cutoff},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("purge output (-want +got):\n%s", diff)
 	}
-	for table, want := range map[string]int{"access_logs": 5, "webhook_deliveries": 3} {
+	for table, want := range map[string]int{"access_logs": 5, "webhook_deliveries": 3, "idempotency_keys": 1} {
 		var n int
 		if err := db.SQL(t).QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
 			t.Fatal(err)

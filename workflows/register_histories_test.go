@@ -77,6 +77,15 @@ type historyCase struct {
 // purgedRows is what the recorded purge activity deletes of each kind.
 const purgedRows = 3
 
+// purgeCase is what a recorded purge answers: purgedRows of each kind.
+func purgeCase() *PurgeWorkflowOutput {
+	out := &PurgeWorkflowOutput{}
+	for _, k := range models.PurgeKinds {
+		out.Kinds = append(out.Kinds, activities.PurgeOutput{Kind: k, Deleted: purgedRows})
+	}
+	return out
+}
+
 // historyCases are the recorded deliveries: one per way a delivery ends.
 func historyCases() []historyCase {
 	// Short delays, so that recording the retries takes seconds.
@@ -93,13 +102,11 @@ func historyCases() []historyCase {
 	whReplay := in("evt_wh_replayed", 5)
 	whReplay.ReplayOf = "whd_wh_replayed"
 	return []historyCase{
-		{
-			file: "purge.json", workflowID: PurgeScheduleID + "-hist",
-			purge: &PurgeWorkflowOutput{Kinds: []activities.PurgeOutput{
-				{Kind: models.PurgeAccessLogs, Deleted: purgedRows}, {Kind: models.PurgeDeliveries, Deleted: purgedRows},
-				{Kind: models.PurgeEvents, Deleted: purgedRows}, {Kind: models.PurgeInboundEvents, Deleted: purgedRows},
-			}},
-		},
+		// purge.json was recorded before the purge of idempotency keys
+		// (purgeIdempotencyVersion), purge_idempotency_keys.json after:
+		// today's code runs both cases the same way.
+		{file: "purge.json", workflowID: PurgeScheduleID + "-hist", purge: purgeCase()},
+		{file: "purge_idempotency_keys.json", workflowID: PurgeScheduleID + "-hist-idem", purge: purgeCase()},
 		{file: "recovery_completed.json", workflowID: RecoveryWorkflowID("whe_hist", 1), recovery: recoveryCase("rcv_done")},
 		{file: "recovery_stopped.json", workflowID: RecoveryWorkflowID("whe_hist", 2), recovery: recoveryCase("rcv_stopped"), failed: true},
 		// As DeliveryWorkflowName: the first attempt a local activity.

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/recordhub/recordhub/activities"
+	"github.com/recordhub/recordhub/api"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/workflows"
 )
@@ -64,7 +65,11 @@ type Config struct {
 
 	// Retention is how long each kind of row is kept
 	// (RECORDHUB_RETENTION and its per-kind overrides); zero keeps for ever.
+	// Idempotency keys are kept for IdempotencyTTL.
 	Retention map[models.PurgeKind]time.Duration
+	// IdempotencyTTL is how long the answer of a write sent with an
+	// Idempotency-Key answers its retries (RECORDHUB_IDEMPOTENCY_TTL).
+	IdempotencyTTL time.Duration
 
 	// Tracing is read from the standard OTEL_* variables; off unless an
 	// OTLP endpoint is set.
@@ -147,6 +152,7 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 	durVar(&c.WebhookTimeout, "RECORDHUB_WEBHOOK_TIMEOUT", retry.AttemptTimeout)
 	durVar(&c.WebhookRetryInitial, "RECORDHUB_WEBHOOK_RETRY_INITIAL", retry.Initial)
 	durVar(&c.WebhookRetryMaxInterval, "RECORDHUB_WEBHOOK_RETRY_MAX_INTERVAL", retry.MaxInterval)
+	durVar(&c.IdempotencyTTL, "RECORDHUB_IDEMPOTENCY_TTL", api.DefaultIdempotencyTTL)
 	errs = append(errs, c.readRetention(getenv)...)
 	var terr string
 	c.Tracing, terr = tracingFromEnv(getenv)
@@ -222,8 +228,12 @@ func (c *Config) readRetention(getenv func(string) string) []string {
 	all := parse("RECORDHUB_RETENTION", DefaultRetention)
 	c.Retention = map[models.PurgeKind]time.Duration{}
 	for _, kind := range models.PurgeKinds {
-		c.Retention[kind] = parse(retentionVars[kind], all)
+		if name, ok := retentionVars[kind]; ok {
+			c.Retention[kind] = parse(name, all)
+		}
 	}
+	// An answer stored under an idempotency key is of no use past its TTL.
+	c.Retention[models.PurgeIdempotencyKeys] = c.IdempotencyTTL
 	return errs
 }
 

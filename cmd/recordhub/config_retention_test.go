@@ -18,6 +18,7 @@ func TestConfigRetention(t *testing.T) {
 	all := func(d time.Duration) map[models.PurgeKind]time.Duration {
 		return map[models.PurgeKind]time.Duration{
 			models.PurgeAccessLogs: d, models.PurgeDeliveries: d, models.PurgeEvents: d, models.PurgeInboundEvents: d,
+			models.PurgeIdempotencyKeys: day,
 		}
 	}
 	for _, c := range []struct {
@@ -29,7 +30,8 @@ func TestConfigRetention(t *testing.T) {
 	}{
 		{name: "default", env: nil, want: all(720 * time.Hour), purges: true},
 		{name: "global", env: map[string]string{"RECORDHUB_RETENTION": "168h"}, want: all(7 * day), purges: true},
-		{name: "kept for ever", env: map[string]string{"RECORDHUB_RETENTION": "0"}, want: all(0), purges: false},
+		// Idempotency keys are purged past their TTL whatever the rest.
+		{name: "kept for ever", env: map[string]string{"RECORDHUB_RETENTION": "0"}, want: all(0), purges: true},
 		{
 			name: "overrides",
 			env: map[string]string{
@@ -38,6 +40,7 @@ func TestConfigRetention(t *testing.T) {
 			},
 			want: map[models.PurgeKind]time.Duration{
 				models.PurgeAccessLogs: day, models.PurgeDeliveries: 2 * day, models.PurgeEvents: 3 * day, models.PurgeInboundEvents: 4 * day,
+				models.PurgeIdempotencyKeys: day,
 			},
 			purges: true,
 		},
@@ -46,9 +49,20 @@ func TestConfigRetention(t *testing.T) {
 			env:  map[string]string{"RECORDHUB_RETENTION_EVENTS": "0s"},
 			want: map[models.PurgeKind]time.Duration{
 				models.PurgeAccessLogs: 720 * time.Hour, models.PurgeDeliveries: 720 * time.Hour, models.PurgeEvents: 0, models.PurgeInboundEvents: 720 * time.Hour,
+				models.PurgeIdempotencyKeys: day,
 			},
 			purges: true,
 		},
+		{
+			name: "idempotency TTL", env: map[string]string{"RECORDHUB_IDEMPOTENCY_TTL": "2h"},
+			want: func() map[models.PurgeKind]time.Duration {
+				m := all(720 * time.Hour)
+				m[models.PurgeIdempotencyKeys] = 2 * time.Hour
+				return m
+			}(),
+			purges: true,
+		},
+		{name: "idempotency TTL of 0", env: map[string]string{"RECORDHUB_IDEMPOTENCY_TTL": "0"}, wantErr: "RECORDHUB_IDEMPOTENCY_TTL must be"},
 		{name: "negative", env: map[string]string{"RECORDHUB_RETENTION": "-1h"}, wantErr: "RECORDHUB_RETENTION must be"},
 		{name: "garbage", env: map[string]string{"RECORDHUB_RETENTION": "a month"}, wantErr: "RECORDHUB_RETENTION must be"},
 		{name: "number without unit", env: map[string]string{"RECORDHUB_RETENTION": "30"}, wantErr: "RECORDHUB_RETENTION must be"},

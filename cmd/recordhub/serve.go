@@ -133,12 +133,13 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		CheckURL: func(ctx context.Context, rawURL string) error {
 			return activities.CheckURL(ctx, rawURL, cfg.WebhookAllowCIDRs)
 		},
-		Replayer:  wh,
-		Recoverer: wh,
-		Resyncer:  wh,
-		PublicURL: cfg.PublicURL,
-		OpsOnly:   !cfg.runsAPI(),
-		Console:   page,
+		Replayer:       wh,
+		Recoverer:      wh,
+		Resyncer:       wh,
+		PublicURL:      cfg.PublicURL,
+		OpsOnly:        !cfg.runsAPI(),
+		IdempotencyTTL: cfg.IdempotencyTTL,
+		Console:        page,
 
 		TracerProvider: tr.tracerProvider(),
 		Propagator:     tr.textPropagator(),

@@ -212,15 +212,19 @@ func (p *Proxy) forward(dst, src net.Conn) (clientCut bool) {
 			if p.cut(buf[:n]) {
 				return false
 			}
+			// The client's side is cut before the chunk goes on, so that
+			// no answer to it can reach the client; the server's is left
+			// to act on it and answer, which ends the copy back (handle)
+			// on the cut client.
+			clientCut = p.cutAfterSent(buf[:n])
+			if clientCut {
+				p.drop(src)
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return false
+				return clientCut
 			}
 			msgs.read(buf[:n])
-			if p.cutAfterSent(buf[:n]) {
-				// The client's side is cut at once; the server's is
-				// left to act on the message and answer it, which ends
-				// the copy back (handle) on the cut client.
-				p.drop(src)
+			if clientCut {
 				return true
 			}
 		}
