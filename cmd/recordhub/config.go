@@ -228,8 +228,8 @@ func (c *Config) readRetention(getenv func(string) string) []string {
 	all := parse("RECORDHUB_RETENTION", DefaultRetention)
 	c.Retention = map[models.PurgeKind]time.Duration{}
 	for _, kind := range models.PurgeKinds {
-		if name, ok := retentionVars[kind]; ok {
-			c.Retention[kind] = parse(name, all)
+		if _, ok := retentionVars[kind]; ok {
+			c.Retention[kind] = parse(retentionVars[kind], all)
 		}
 	}
 	// An answer stored under an idempotency key is of no use past its TTL.
