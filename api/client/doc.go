@@ -33,8 +33,8 @@
 // WithMaxRetryWait) or no answer, a GET, HEAD or DELETE, and a POST or
 // PATCH that carries an Idempotency-Key. Such a key is made for every
 // write by WithIdempotencyKeys, or given for one write by IdempotencyKey;
-// the client sends the same key on each retry of the write, so that a
-// server that honours the header applies it once.
+// the client sends the same key on each retry of the write, so that the
+// server applies it once and answers the retry with the first answer.
 //
 // The request and answer types are declared here rather than shared with
 // the server in package api: that package holds the Gin server, the store

@@ -26,8 +26,9 @@ type Error struct {
 	// does not take them; Allowed those it takes.
 	Unknown []string `json:"unknown,omitempty"`
 	Allowed []string `json:"allowed,omitempty"`
-	// RetryAfter is the wait a 429 or 503 asked for in its Retry-After
-	// header; 0 when it did not say.
+	// RetryAfter is the wait a 429, a 503 or a 409 of a held
+	// Idempotency-Key asked for in its Retry-After header; 0 when it did
+	// not say.
 	RetryAfter time.Duration `json:"-"`
 }
 

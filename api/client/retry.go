@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// IdempotencyKeyHeader is the header that names a write, so that a server
-// that has seen the name answers the write's first outcome again instead
-// of applying it twice.
+// IdempotencyKeyHeader is the header that names a write, so that the
+// server, having seen the name, answers the write's first outcome again
+// instead of applying it twice (api/README.md, "Idempotency").
 const IdempotencyKeyHeader = "Idempotency-Key"
 
 // DefaultMaxRetryWait caps one wait between two tries of a request of a
@@ -30,9 +30,12 @@ const firstBackoff = 250 * time.Millisecond
 // repeat: a GET, HEAD or DELETE always, a POST or PATCH only when it
 // carries an Idempotency-Key (WithIdempotencyKeys, IdempotencyKey). A
 // POST without one that broke mid-way may have been applied, so it comes
-// back to the caller; a DELETE whose first try was applied answers its
-// retry not_found. Without WithRetries the client sends each request once
-// and leaves retrying to the caller (Transient, Error.RetryAfter).
+// back to the caller; a DELETE without one whose first try was applied
+// answers its retry not_found. A write with a key is also sent again
+// after a 409 with Retry-After: the server is still running its first
+// try, and answers the retry with that try's answer. Without WithRetries
+// the client sends each request once and leaves retrying to the caller
+// (Transient, Error.RetryAfter).
 func WithRetries(n int) Option {
 	return func(c *Client) { c.retries = max(n, 0) }
 }
@@ -43,31 +46,32 @@ func WithMaxRetryWait(d time.Duration) Option {
 	return func(c *Client) { c.maxWait = max(d, 0) }
 }
 
-// WithIdempotencyKeys has the client send every POST and PATCH with an
-// Idempotency-Key header: a random value made once per call and sent again
-// on each of its retries, so that WithRetries may repeat writes too. A
-// server that honours the header applies a write once however many times
-// it arrives; one that does not ignores it, and applies twice a write
-// retried after its first try was applied. A key set on the call's
-// context with IdempotencyKey takes precedence.
+// WithIdempotencyKeys has the client send every POST, PATCH and DELETE
+// with an Idempotency-Key header: a random value made once per call and
+// sent again on each of its retries, so that WithRetries may repeat writes
+// too. The server applies a write sent with a key at most once however
+// many times it arrives, and answers each repeat with the first answer
+// (marked Idempotent-Replayed) for 24 hours by default. A key set on the
+// call's context with IdempotencyKey takes precedence.
 func WithIdempotencyKeys() Option {
 	return func(c *Client) { c.idempotencyKeys = true }
 }
 
 type idempotencyKeyOf struct{}
 
-// IdempotencyKey returns a context whose POST or PATCH carries key as its
-// Idempotency-Key: the caller's own name for one write (an order number,
-// say), kept across its own retries and restarts. A key names one write:
-// give each write a context of its own.
+// IdempotencyKey returns a context whose POST, PATCH or DELETE carries key
+// as its Idempotency-Key: the caller's own name for one write (an order
+// number, say), kept across its own retries and restarts. A key names one
+// write: give each write a context of its own (the server refuses a key
+// sent again with another write, Error code idempotency_key_reused).
 func IdempotencyKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, idempotencyKeyOf{}, key)
 }
 
 // idempotencyKey is the Idempotency-Key of a request: the context's, else
-// a new one when the client sends keys; none but on POST and PATCH.
+// a new one when the client sends keys; none but on POST, PATCH and DELETE.
 func (c *Client) idempotencyKey(ctx context.Context, method string) string {
-	if method != http.MethodPost && method != http.MethodPatch {
+	if method != http.MethodPost && method != http.MethodPatch && method != http.MethodDelete {
 		return ""
 	}
 	if k, ok := ctx.Value(idempotencyKeyOf{}).(string); ok && k != "" {
@@ -109,6 +113,11 @@ func (c *Client) retryAfter(ctx context.Context, method, idemKey string, try int
 		return backoff, true
 	}
 	var e *Error
+	// A 409 with Retry-After is a key still held by the first try.
+	keyHeld := errors.As(err, &e) && e.Status == http.StatusConflict && idemKey != "" && e.RetryAfter > 0
+	if keyHeld {
+		return min(e.RetryAfter, c.maxWait), true
+	}
 	if errors.As(err, &e) && (e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable) {
 		if e.RetryAfter > 0 {
 			return min(e.RetryAfter, c.maxWait), true

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/recordhub/recordhub/api/client"
+	"github.com/recordhub/recordhub/models/storetest"
 )
 
 // seen is what a test server got: each request's method and
@@ -175,5 +176,92 @@ func TestRetryStopsWithContext(t *testing.T) {
 	}
 	if reqs, _ := s.got(); len(reqs) != 1 {
 		t.Errorf("requests %q, want one", reqs)
+	}
+}
+
+// TestRetriedCreateAppliedOnce: against the real API, a create whose
+// first try was applied and whose answer was lost with the connection is
+// sent again by the client with the same Idempotency-Key; the API answers
+// the retry with the first try's record, and there is one record.
+func TestRetriedCreateAppliedOnce(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			store := storetest.Open(t, d)
+			_, _, adminKey, err := store.CreateTenant(ctx, "acme", 1_000_000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			api := handler(store)
+			s := &seen{}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if s.add(r) == 2 { // the create's first try
+					api.ServeHTTP(httptest.NewRecorder(), r) // applied; its answer lost
+					if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+						conn.Close()
+					}
+					return
+				}
+				api.ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			c := client.New(srv.URL, adminKey, client.WithRetries(2), client.WithIdempotencyKeys(), client.WithMaxRetryWait(time.Millisecond))
+
+			m, err := c.CreateModule(ctx, client.ModuleInput{Slug: "orders", Name: "Orders", Fields: []client.Field{{Name: "n", Type: "number"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := c.CreateRecord(ctx, m.ID, client.RecordInput{Fields: map[string]any{"n": 1}})
+			if err != nil {
+				t.Fatalf("create with a lost first answer: %v", err)
+			}
+			page, err := c.ListRecords(ctx, m.ID, 1, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if page.Total != 1 || page.Data[0].ID != rec.ID {
+				t.Errorf("records %+v, want only the created %s", page.Data, rec.ID)
+			}
+			reqs, keys := s.got()
+			if len(reqs) != 4 || keys[1] == "" || keys[1] != keys[2] {
+				t.Errorf("requests %q with keys %q: want the create sent twice with one key", reqs, keys)
+			}
+		})
+	}
+}
+
+// TestRetryOfHeldKey: a keyed write answered 409 with Retry-After (its
+// key held by a first try still running) is sent again with the key; a
+// 409 without Retry-After is the state's answer and is not.
+func TestRetryOfHeldKey(t *testing.T) {
+	for _, c := range []struct {
+		retryAfter string
+		want       int
+	}{{"1", 2}, {"", 1}} {
+		s := &seen{}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if s.add(r) == 1 {
+				if c.retryAfter != "" {
+					w.Header().Set("Retry-After", c.retryAfter)
+				}
+				w.WriteHeader(http.StatusConflict)
+				w.Write([]byte(`{"error":"conflict","message":"held","request_id":"req_1"}`))
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+			w.Write([]byte(`{"id":"rec_1","module_id":"mod_1","fields":{},"custom_data":{},"version":1}`))
+		}))
+		cl := client.New(srv.URL, "k", client.WithRetries(2), client.WithIdempotencyKeys(), client.WithMaxRetryWait(time.Millisecond))
+		_, err := cl.CreateRecord(context.Background(), "mod_1", client.RecordInput{})
+		srv.Close()
+		reqs, keys := s.got()
+		if len(reqs) != c.want || (c.want == 2) != (err == nil) {
+			t.Errorf("Retry-After %q: %d requests, %v; want %d", c.retryAfter, len(reqs), err, c.want)
+		}
+		if len(keys) == 2 && keys[0] != keys[1] {
+			t.Errorf("keys %q, want one sent twice", keys)
+		}
 	}
 }
