@@ -103,7 +103,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, keyID, key string, ttl 
 	since := s.now().Add(-ttl)
 	if s.dialect == Postgres {
 		if tx := ambientTx(ctx); tx != nil {
-			row := tx.Raw(claimInTx, idemLockName(keyID, key), keyID, key, since).Row()
+			row := s.queryRow(ctx, tx, claimInTx, idemLockName(keyID, key), keyID, key, since)
 			a, err := s.scanClaim(row, keyID, key)
 			if err != nil {
 				return nil, nil, err
@@ -121,8 +121,8 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, keyID, key string, ttl 
 	if tx := ambientTx(ctx); tx != nil {
 		db = tx
 	}
-	row := db.Raw(`SELECT 1, fingerprint, status, headers, body FROM idempotency_keys
-		WHERE key_id = ? AND idem_key = ? AND created_at >= ?`, keyID, key, since).Row()
+	row := s.queryRow(ctx, db, `SELECT 1, fingerprint, status, headers, body FROM idempotency_keys
+		WHERE key_id = ? AND idem_key = ? AND created_at >= ?`, keyID, key, since)
 	a, err = s.scanClaim(row, keyID, key)
 	if err != nil {
 		release()
@@ -218,6 +218,31 @@ func (s *Store) scanClaim(row *sql.Row, keyID, key string) (*IdempotentAnswer, e
 	return a, nil
 }
 
+// saveAnswer inserts an answer, or replaces one that has expired.
+const saveAnswer = `INSERT INTO idempotency_keys (key_id, idem_key, fingerprint, status, headers, body, created_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (key_id, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status,
+		headers = excluded.headers, body = excluded.body, created_at = excluded.created_at
+	WHERE idempotency_keys.created_at < ?`
+
+// queryRow and exec run a statement of the idempotent path on db's
+// connection or transaction straight through database/sql: they run on
+// every keyed write, and GORM's statement building would cost a good
+// part of what the statement itself does.
+func (s *Store) queryRow(ctx context.Context, db *gormDB, query string, args ...any) *sql.Row {
+	q := s.bind(query)
+	row := db.Statement.ConnPool.QueryRowContext(ctx, q, args...)
+	s.observe(q)
+	return row
+}
+
+func (s *Store) exec(ctx context.Context, db *gormDB, query string, args ...any) (sql.Result, error) {
+	q := s.bind(query)
+	res, err := db.Statement.ConnPool.ExecContext(ctx, q, args...)
+	s.observe(q)
+	return res, err
+}
+
 // SaveIdempotentAnswer stores a under the API key keyID's idempotency key,
 // in ctx's transaction or in a statement of its own, replacing a row older
 // than ttl. A younger row is another request's answer, stored since this
@@ -235,14 +260,12 @@ func (s *Store) SaveIdempotentAnswer(ctx context.Context, keyID, key string, ttl
 	sealed := s.box.Seal(string(a.Body), sealLabel(keyID, key))
 	var stored int64
 	err = s.writeOne(ctx, func(tx *gormDB) error {
-		res := tx.Exec(`INSERT INTO idempotency_keys (key_id, idem_key, fingerprint, status, headers, body, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (key_id, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status,
-				headers = excluded.headers, body = excluded.body, created_at = excluded.created_at
-			WHERE idempotency_keys.created_at < ?`,
-			keyID, key, a.Fingerprint, a.Status, string(headers), sealed, now, now.Add(-ttl))
-		stored = res.RowsAffected
-		return res.Error
+		res, err := s.exec(ctx, tx, saveAnswer, keyID, key, a.Fingerprint, a.Status, string(headers), sealed, now, now.Add(-ttl))
+		if err != nil {
+			return err
+		}
+		stored, err = res.RowsAffected()
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("save idempotent answer: %w", err)

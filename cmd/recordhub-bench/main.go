@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	if err != nil {
 		return 2, err
 	}
-	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 && !o.production && !o.noisy {
+	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 && !o.production && !o.noisy && !o.idempotency {
 		return 1, errors.New(heyInstallHint)
 	}
 	root, err := harness.ModuleRoot(ctx, "run the bench inside the recordhub module")
@@ -100,6 +100,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	switch {
 	case o.noisy:
 		err = b.runNoisy(ctx, root)
+	case o.idempotency:
+		err = b.runIdempotency(ctx, root)
 	case o.production:
 		missed, err = b.runProduction(ctx, root)
 		if missed > 0 {

@@ -49,6 +49,11 @@ type options struct {
 	noisyScenarios  []string
 	noisyBN         int           // tenant B's creates per scenario
 	noisyBEvery     time.Duration // between them
+
+	// The idempotency mode's (-idempotency).
+	idempotency bool
+	idemN       int // creates per round and kind
+	idemRounds  int
 }
 
 // noisyScenarioNames are -noisy-scenarios' choices, in the order they run.
@@ -85,6 +90,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	scenarios := fs.String("noisy-scenarios", strings.Join(noisyScenarioNames, ","), "with -noisy: the scenarios to run, comma-separated")
 	fs.IntVar(&o.noisyBN, "noisy-b-n", 80, "with -noisy: tenant B's creates per scenario")
 	fs.DurationVar(&o.noisyBEvery, "noisy-b-every", 250*time.Millisecond, "with -noisy: time between tenant B's creates")
+	fs.BoolVar(&o.idempotency, "idempotency", false, "run only the idempotency mode: the service's CPU per record create, plain and with an Idempotency-Key, in alternating rounds on each -db")
+	fs.IntVar(&o.idemN, "idempotency-n", 2000, "with -idempotency: creates per round of each kind")
+	fs.IntVar(&o.idemRounds, "idempotency-rounds", 4, "with -idempotency: rounds of each kind")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: recordhub-bench [flags]\n\nLoad-tests recordhub against a bare Gin handler with hey; see the package doc.\n\nflags:")
 		fs.PrintDefaults()
@@ -150,6 +158,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.noisy && (o.production || len(o.noisyScenarios) == 0 || o.noisyBN < 2 || o.noisyBEvery <= 0 ||
 		(o.noisyBefore != "" && o.noisyBeforeBin != "")) {
 		return o, errors.New("-noisy runs alone (not with -production), needs -noisy-scenarios, -noisy-b-n of at least 2, a positive -noisy-b-every, and at most one of -noisy-before and -noisy-before-bin")
+	}
+	if o.idempotency && (o.noisy || o.production || len(o.databases) == 0 || o.idemN < 1 || o.idemRounds < 1) {
+		return o, errors.New("-idempotency runs alone (not with -noisy or -production), on at least one -db, with -idempotency-n and -idempotency-rounds of at least 1")
 	}
 	if o.noisyProduction && !o.noisy {
 		return o, errors.New("-noisy-production goes with -noisy")
