@@ -372,3 +372,44 @@ func TestIdempotencyKeysExpire(t *testing.T) {
 		}
 	})
 }
+
+// TestIdempotentWritesFillNoPool: keyed writes hold a connection for their
+// transaction and read through others (a module not in the cache yet):
+// many at once on a small pool all finish, none waiting for ever on a
+// connection another one holds.
+func TestIdempotentWritesFillNoPool(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		db := storetest.NewDB(t, d)
+		e := newEnvOn(t, db.Open(t, models.Options{}))
+		notes := e.createModule("notes", map[string]any{"name": "title", "type": "string"})
+		// A replica with cold caches and a pool of 2.
+		r := replicaOf(t, e, db.Open(t, models.Options{MaxOpenConns: 2}))
+		const n = 8
+		var wg sync.WaitGroup
+		answers := make([]string, n)
+		for i := range n {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, "POST", r.srv.URL+"/api/modules/"+notes+"/records",
+					strings.NewReader(`{"fields":{"title":"x"}}`))
+				req.Header.Set("Authorization", "Bearer "+e.admin)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", fmt.Sprint("pool-", i))
+				res, err := r.srv.Client().Do(req)
+				if err != nil {
+					answers[i] = err.Error()
+					return
+				}
+				res.Body.Close()
+				answers[i] = res.Status
+			})
+		}
+		wg.Wait()
+		for i, a := range answers {
+			if a != "201 Created" {
+				t.Errorf("create %d: %s, want 201 Created", i, a)
+			}
+		}
+	})
+}

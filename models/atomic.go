@@ -54,6 +54,11 @@ func (s *Store) Atomically(ctx context.Context, fn func(ctx context.Context) err
 	if InTransaction(ctx) {
 		return fn(ctx)
 	}
+	release, err := s.takeHeldConn(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	run := func(tx *gorm.DB) (err error) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -62,7 +67,7 @@ func (s *Store) Atomically(ctx context.Context, fn func(ctx context.Context) err
 		}()
 		return fn(context.WithValue(ctx, ambientKey{}, &ambient{tx: tx}))
 	}
-	err := s.write(ctx, run)
+	err = s.write(ctx, run)
 	if p, ok := errors.AsType[errPanicked](err); ok {
 		panic(p.value)
 	}
@@ -72,6 +77,26 @@ func (s *Store) Atomically(ctx context.Context, fn func(ctx context.Context) err
 		s.eventsWritten()
 	}
 	return err
+}
+
+// takeHeldConn waits, on PostgreSQL, for one of the store's places for a
+// connection held across other statements: a transaction of Atomically's,
+// whose fn reads through the pool while the transaction holds a
+// connection, or an idempotency key held outside a transaction. Were
+// every connection of the pool held so, each holder would wait for ever
+// for one more to read with; the places are half the pool, so that the
+// other half is left for those reads. SQLite needs none: its transactions
+// hold the one write connection, and reads have a pool of their own.
+func (s *Store) takeHeldConn(ctx context.Context) (release func(), err error) {
+	if s.heldConns == nil {
+		return func() {}, nil
+	}
+	select {
+	case s.heldConns <- struct{}{}:
+		return func() { <-s.heldConns }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // writer is the handle a single-statement write uses: the context's

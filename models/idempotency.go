@@ -149,8 +149,13 @@ func (s *Store) holdIdempotencyKey(ctx context.Context, keyID, key string, since
 	if err != nil {
 		return nil, nil, fmt.Errorf("pool: %w", err)
 	}
+	giveBack, err := s.takeHeldConn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
+		giveBack()
 		return nil, nil, fmt.Errorf("hold idempotency key: %w", err)
 	}
 	lock := strconv.Itoa(idempotencyLockClass) + `, hashtext(CAST($1 AS text))`
@@ -162,6 +167,7 @@ func (s *Store) holdIdempotencyKey(ctx context.Context, keyID, key string, since
 	a, err := s.scanClaim(row, keyID, key)
 	if errors.Is(err, ErrIdempotencyKeyBusy) {
 		conn.Close()
+		giveBack()
 		return nil, nil, err
 	}
 	release := func() {
@@ -176,6 +182,7 @@ func (s *Store) holdIdempotencyKey(ctx context.Context, keyID, key string, since
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 		conn.Close()
+		giveBack()
 	}
 	if err != nil {
 		release()

@@ -89,6 +89,9 @@ type Store struct {
 	bulkEvery   time.Duration
 	// idemHeld is SQLite's lock on idempotency keys (idempotency.go).
 	idemHeld heldKeys
+	// heldConns bounds the PostgreSQL connections held across other
+	// statements (takeHeldConn); nil on SQLite.
+	heldConns chan struct{}
 }
 
 // Options configure a Store.
@@ -247,6 +250,7 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
 	db.SetConnMaxLifetime(30 * time.Minute)
+	s.heldConns = make(chan struct{}, max(1, n/2))
 	if err := db.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}

@@ -6,8 +6,7 @@
 -- holds the answer's Content-Type, ETag and Location as a JSON object; body
 -- is sealed with the store's SecretBox (some answers hold secrets). Rows
 -- older than the TTL count as absent and are purged by created_at. A new
--- table: nothing is rewritten. Without a rowid, SQLite keeps the rows in
--- the primary key's b-tree alone: one tree fewer to write per answer.
+-- table: nothing is rewritten.
 CREATE TABLE IF NOT EXISTS idempotency_keys (
     key_id      TEXT NOT NULL,
     idem_key    TEXT NOT NULL,
@@ -17,7 +16,7 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     body        TEXT NOT NULL,
     created_at  DATETIME NOT NULL,
     PRIMARY KEY (key_id, idem_key)
-) WITHOUT ROWID;
+);
 CREATE INDEX IF NOT EXISTS idempotency_keys_created_idx ON idempotency_keys (created_at);
 
 -- +goose Down
