@@ -13,6 +13,7 @@ import (
 	"github.com/recordhub/recordhub/api"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
+	"github.com/recordhub/recordhub/workflows"
 )
 
 // idem is the header pair of an Idempotency-Key, for env.call.
@@ -410,6 +411,46 @@ func TestIdempotentWritesFillNoPool(t *testing.T) {
 			if a != "201 Created" {
 				t.Errorf("create %d: %s, want 201 Created", i, a)
 			}
+		}
+	})
+}
+
+// TestIdempotentOutsideTransaction: a route that starts a workflow (a
+// resync) runs outside the transaction yet is answered once per key: the
+// repeat is the first 202 again and starts nothing; a key held by a
+// request still running is 409 there too.
+func TestIdempotentOutsideTransaction(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		starter := &resyncStarter{}
+		store := storetest.Open(t, d)
+		e := newEnvOn(t, store, withResyncer(resyncer{&workflows.Resyncs{Starter: starter, Store: store}}))
+		ep := e.createEndpoint(map[string]any{"url": "https://hooks.example.com/a", "events": []string{"record_snapshot"}})["id"].(string)
+		path := "/api/admin/webhook-endpoints/" + ep + "/resync"
+
+		first := e.call("POST", path, e.admin, nil, idem("resync-1")...).want(202)
+		wantReplay(t, e.call("POST", path, e.admin, nil, idem("resync-1")...), first)
+		if len(starter.inputs) != 1 {
+			t.Errorf("%d resyncs started, want 1", len(starter.inputs))
+		}
+		// Another key is another request: refused by the resync's own
+		// rule (one runs at a time), and not stored.
+		wantErrorBody(t, e.call("POST", path, e.admin, nil, idem("resync-2")...).want(409), "conflict")
+
+		k, err := store.Authenticate(t.Context(), e.admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release, _, err := store.ClaimIdempotencyKey(t.Context(), k.ID, "resync-held", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e.call("POST", path, e.admin, nil, idem("resync-held")...).want(409)
+		if r.header.Get("Retry-After") != "1" {
+			t.Errorf("held key's Retry-After %q, want 1", r.header.Get("Retry-After"))
+		}
+		release()
+		if len(starter.inputs) != 1 {
+			t.Errorf("%d resyncs started, want 1", len(starter.inputs))
 		}
 	})
 }
