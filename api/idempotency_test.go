@@ -454,3 +454,43 @@ func TestIdempotentOutsideTransaction(t *testing.T) {
 		}
 	})
 }
+
+// TestIdempotentAdminRoutes: every admin write that runs in the
+// transaction answers with a key as without one (none waits on the
+// transaction it is in, on SQLite's single writer included) and is
+// replayed on its repeat.
+func TestIdempotentAdminRoutes(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		e.srv.Client().Timeout = 20 * time.Second
+		mod := e.createModule("things")
+		keyID, _ := e.createKey(map[string]any{"name": "k", "permissions": map[string]any{mod: []string{"read"}}})
+		ep := e.createEndpoint(map[string]any{"url": "https://hooks.example.com/a", "events": []string{"record_created"}})["id"].(string)
+		hook := e.configureInbound("shop", orderConfig(nil))
+		calls := []struct {
+			method, path string
+			body         any
+		}{
+			{"PATCH", "/api/admin/modules/" + mod, map[string]any{"name": "Things"}},
+			{"PATCH", "/api/admin/keys/" + keyID, map[string]any{"name": "k2"}},
+			{"POST", "/api/admin/keys/" + keyID + "/rotate", nil},
+			{"DELETE", "/api/admin/keys/" + keyID, nil},
+			{"POST", "/api/admin/webhook-endpoints", map[string]any{"url": "https://hooks.example.com/b", "events": []string{"record_created"}}},
+			{"PATCH", "/api/admin/webhook-endpoints/" + ep, map[string]any{"enabled": false}},
+			{"POST", "/api/admin/webhook-endpoints/" + ep + "/rotate-secret", nil},
+			{"DELETE", "/api/admin/webhook-endpoints/" + ep, nil},
+			{"POST", "/api/admin/modules/" + hook.moduleID + "/inbound-webhook/rotate-token", nil},
+			{"DELETE", "/api/admin/modules/" + hook.moduleID + "/inbound-webhook", nil},
+			{"DELETE", "/api/admin/modules/" + mod, nil},
+		}
+		for i, c := range calls {
+			key := fmt.Sprint("admin-", i)
+			first := e.call(c.method, c.path, e.admin, c.body, idem(key)...)
+			if first.status/100 != 2 {
+				t.Errorf("%s %s: %d %s", c.method, c.path, first.status, first.body)
+				continue
+			}
+			wantReplay(t, e.call(c.method, c.path, e.admin, c.body, idem(key)...), first)
+		}
+	})
+}
