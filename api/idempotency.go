@@ -108,6 +108,14 @@ func (w idemWrite) inTransaction() {
 		stored  *models.IdempotentAnswer
 		buf     *bufferedWriter
 	)
+	// Given back however the request ends, a panic of its handler
+	// included (SQLite's lock would otherwise be held until a restart).
+	defer func() {
+		c.Request = orig
+		if release != nil {
+			release()
+		}
+	}()
 	err := s.store.Atomically(orig.Context(), func(ctx context.Context) error {
 		var err error
 		release, stored, err = s.store.ClaimIdempotencyKey(ctx, w.keyID, w.key, s.idemTTL())
@@ -123,9 +131,6 @@ func (w idemWrite) inTransaction() {
 		return s.store.SaveIdempotentAnswer(ctx, w.keyID, w.key, s.idemTTL(), buf.answer(w.fingerprint))
 	})
 	c.Request = orig
-	if release != nil {
-		release()
-	}
 	switch {
 	case stored != nil:
 		w.replay(stored)
@@ -137,7 +142,7 @@ func (w idemWrite) inTransaction() {
 		// The handler succeeded and the commit failed, or could not be
 		// confirmed: the change may or may not be there. The retry with
 		// the key tells which, replaying it or making it.
-		s.warnUnavailable(c, err)
+		s.log.WarnContext(c.Request.Context(), "keyed write not confirmed; answered 503", "request_id", requestID(c), "error", err)
 		s.fail(c, models.ErrUnavailable)
 	default:
 		s.fail(c, err)
