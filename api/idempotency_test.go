@@ -230,8 +230,9 @@ func TestIdempotencyKeyRefusals(t *testing.T) {
 			t.Errorf("record after the refused reuses: %v, want untouched at version 1", got)
 		}
 
-		for name, key := range map[string]string{
-			"empty": "", "256 characters": strings.Repeat("k", 256), "a tab": "a\tb", "non-ASCII": "clé",
+		for name, key := range map[string][]string{
+			"empty": {""}, "256 characters": {strings.Repeat("k", 256)}, "a tab": {"a\tb"}, "non-ASCII": {"clé"},
+			"sent twice": {"a", "b"},
 		} {
 			req, err := http.NewRequest("POST", e.srv.URL+path, strings.NewReader(`{"fields":{"title":"x"}}`))
 			if err != nil {
@@ -239,7 +240,7 @@ func TestIdempotencyKeyRefusals(t *testing.T) {
 			}
 			req.Header.Set("Authorization", "Bearer "+e.admin)
 			req.Header.Set("Content-Type", "application/json")
-			req.Header["Idempotency-Key"] = []string{key}
+			req.Header["Idempotency-Key"] = key
 			res, err := e.srv.Client().Do(req)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
