@@ -103,7 +103,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, keyID, key string, ttl 
 	since := s.now().Add(-ttl)
 	if s.dialect == Postgres {
 		if tx := ambientTx(ctx); tx != nil {
-			row := s.queryRow(ctx, tx, claimInTx, idemLockName(keyID, key), keyID, key, since)
+			row := s.queryRow(tx, claimInTx, idemLockName(keyID, key), keyID, key, since)
 			a, err := s.scanClaim(row, keyID, key)
 			if err != nil {
 				return nil, nil, err
@@ -121,7 +121,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, keyID, key string, ttl 
 	if tx := ambientTx(ctx); tx != nil {
 		db = tx
 	}
-	row := s.queryRow(ctx, db, `SELECT 1, fingerprint, status, headers, body FROM idempotency_keys
+	row := s.queryRow(db, `SELECT 1, fingerprint, status, headers, body FROM idempotency_keys
 		WHERE key_id = ? AND idem_key = ? AND created_at >= ?`, keyID, key, since)
 	a, err = s.scanClaim(row, keyID, key)
 	if err != nil {
@@ -235,17 +235,19 @@ const saveAnswer = `INSERT INTO idempotency_keys (key_id, idem_key, fingerprint,
 // queryRow and exec run a statement of the idempotent path on db's
 // connection or transaction straight through database/sql: they run on
 // every keyed write, and GORM's statement building would cost a good
-// part of what the statement itself does.
-func (s *Store) queryRow(ctx context.Context, db *gormDB, query string, args ...any) *sql.Row {
+// part of what the statement itself does. They run under db's context,
+// as GORM would: in SQLite's shared transaction that is one no caller
+// can cancel (groupcommit.go).
+func (s *Store) queryRow(db *gormDB, query string, args ...any) *sql.Row {
 	q := s.bind(query)
-	row := db.Statement.ConnPool.QueryRowContext(ctx, q, args...)
+	row := db.Statement.ConnPool.QueryRowContext(db.Statement.Context, q, args...)
 	s.observe(q)
 	return row
 }
 
-func (s *Store) exec(ctx context.Context, db *gormDB, query string, args ...any) (sql.Result, error) {
+func (s *Store) exec(db *gormDB, query string, args ...any) (sql.Result, error) {
 	q := s.bind(query)
-	res, err := db.Statement.ConnPool.ExecContext(ctx, q, args...)
+	res, err := db.Statement.ConnPool.ExecContext(db.Statement.Context, q, args...)
 	s.observe(q)
 	return res, err
 }
@@ -267,7 +269,7 @@ func (s *Store) SaveIdempotentAnswer(ctx context.Context, keyID, key string, ttl
 	sealed := s.box.Seal(string(a.Body), sealLabel(keyID, key))
 	var stored int64
 	err = s.writeOne(ctx, func(tx *gormDB) error {
-		res, err := s.exec(ctx, tx, saveAnswer, keyID, key, a.Fingerprint, a.Status, string(headers), sealed, now, now.Add(-ttl))
+		res, err := s.exec(tx, saveAnswer, keyID, key, a.Fingerprint, a.Status, string(headers), sealed, now, now.Add(-ttl))
 		if err != nil {
 			return err
 		}
