@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,7 +149,8 @@ func TestWriteRetriesUnderOneKey(t *testing.T) {
 }
 
 // TestWriteEndsWithItsBound: a write that is never answered but 503 ends
-// when its bound does, with the last answer and no record.
+// when its bound does, without a record: with its last answer when the
+// bound ends a wait, or no answer when it cuts a try short.
 func TestWriteEndsWithItsBound(t *testing.T) {
 	log := &tryLog{}
 	api := startReplica(t, "api 1", log, func(string, int) (int, bool) { return http.StatusServiceUnavailable, false })
@@ -159,11 +162,13 @@ func TestWriteEndsWithItsBound(t *testing.T) {
 
 	w := l.write(ctx, l.tenants[0])
 
-	if w.Status != http.StatusServiceUnavailable || w.RecordID != "" || w.Replayed {
-		t.Errorf("write = %+v, want its last answer, 503, and no record", w)
+	ended := w.Status == http.StatusServiceUnavailable || w.Status == 0 && strings.Contains(w.Err, "deadline exceeded")
+	if !ended || w.RecordID != "" || w.Replayed {
+		t.Errorf("write = %+v, want no record, and its last answer (503) or none (the deadline)", w)
 	}
-	if got := len(log.all()); w.Tries < 2 || w.Tries != got {
-		t.Errorf("write counted %d tries, the replica got %d; want the same, at least 2", w.Tries, got)
+	// The balancer counts a try the bound cut before the replica saw it.
+	if got := len(log.all()); w.Tries < 2 || got != w.Tries && got != w.Tries-1 {
+		t.Errorf("write counted %d tries, the replica got %d; want at least 2, the same or one fewer", w.Tries, got)
 	}
 }
 
@@ -196,11 +201,16 @@ func TestStuckWriteDoesNotStopTheOthers(t *testing.T) {
 	storetest.Eventually(t, 5*time.Second, "five writes answered behind the stuck one", func() bool {
 		return len(l.results()) >= 5
 	})
+	for _, w := range l.results() {
+		if w.N == 1 {
+			t.Fatalf("write 1 answered before its release: %+v", w)
+		}
+	}
 	finish()
 
 	ws := l.results()
-	if ws[len(ws)-1].N != 1 || ws[len(ws)-1].RecordID != "rec_1" {
-		t.Errorf("last write answered = %+v, want the stuck write 1, answered once released", ws[len(ws)-1])
+	if !slices.ContainsFunc(ws, func(w write) bool { return w.N == 1 }) {
+		t.Errorf("writes %+v, want write 1 among them once released", ws)
 	}
 	for _, w := range ws {
 		if w.RecordID == "" {
