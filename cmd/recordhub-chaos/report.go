@@ -27,7 +27,7 @@ func report(w io.Writer, o options, v verdict, q quiet, settled bool, rows []att
 
 	fmt.Fprintf(w, "writes sent            %d (%d retried under their key; %s; %d ticks skipped past %d unanswered writes)\n", v.Writes, v.Retried, answers(v.FailedAnswers), skipped, maxInFlight)
 	fmt.Fprintf(w, "writes acknowledged    %d (201; %d of them replayed; the longest took %s)\n", v.Acked, v.Replayed, ms(v.LongestAck))
-	fmt.Fprintf(w, "writes unacknowledged  %d applied, %d not applied (no 201 within %s; looked up in the database)\n", v.UnackedApplied, v.UnackedNotApplied, writeBound)
+	fmt.Fprintf(w, "writes unacknowledged  %d applied, %d not applied (no 201 within %s, or another answer; a record with the write's number tells)\n", v.UnackedApplied, v.UnackedNotApplied, writeBound)
 	fmt.Fprintf(w, "writes lost            %d   %s  (acknowledged, not in the database)%s\n", v.Lost, pass(v.Lost == 0), examplesOf(v.LostExamples))
 	fmt.Fprintf(w, "duplicate records      %d   %s  (records beyond the first of one write)%s\n", v.Duplicates, pass(v.Duplicates == 0), examplesOf(v.DuplicateExamples))
 	fmt.Fprintf(w, "records committed      %d\n", v.Committed)
