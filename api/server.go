@@ -191,6 +191,7 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	records.GET("/:recordId", s.getRecord)
 	records.PATCH("/:recordId", s.updateRecord)
 	records.DELETE("/:recordId", s.deleteRecord)
+	authed.POST("/batch", s.takes(), s.batch)
 
 	admin := authed.Group("/admin", s.requireAdmin, s.checkPathIDs)
 	// Routes whose answers hold a credential go through noStore.
