@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -64,42 +63,30 @@ func (s *Server) batch(c *gin.Context) {
 	if !s.takeBatchBudget(c, len(ops)) {
 		return
 	}
-	items := make([]batchItemJSON, len(changes))
+	var answers []recordAnswer
 	err := s.store.Atomically(ctx, func(ctx context.Context) error {
 		// Before the first write: see models.Store.LockForChange.
 		if err := s.store.LockForChange(ctx, changed...); err != nil {
 			return err
 		}
-		for i, ch := range changes {
-			a, err := s.changeRecord(ctx, ch)
-			if err != nil {
-				return &batchOpError{index: i, err: err}
-			}
-			items[i] = batchItemOut(a)
-		}
-		return nil
+		var err error
+		answers, err = s.applyChanges(ctx, changes)
+		return err
 	})
-	if opErr, ok := errors.AsType[*batchOpError](err); ok {
-		s.failAt(c, opErr.index, opErr.err)
+	if chErr, ok := errors.AsType[*changeError](err); ok {
+		s.failAt(c, chErr.index, chErr.err)
 		return
 	}
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
+	items := make([]batchItemJSON, len(answers))
+	for i, a := range answers {
+		items[i] = batchItemOut(a)
+	}
 	c.JSON(http.StatusOK, items)
 }
-
-// batchOpError is the error of a batch's operation index, which undid the
-// batch.
-type batchOpError struct {
-	index int
-	err   error
-}
-
-func (e *batchOpError) Error() string { return fmt.Sprintf("operation %d: %v", e.index, e.err) }
-
-func (e *batchOpError) Unwrap() error { return e.err }
 
 // takeBatchBudget takes n requests of the key's budget at once, for a
 // batch's n operations, answering 429 and reporting false when they do not
