@@ -267,6 +267,8 @@ func TestBatchRefusesMalformed(t *testing.T) {
 			{"a DELETE with a body", batchOf(good, op("DELETE", recURL, map[string]any{"fields": map[string]any{}})), http.StatusBadRequest, "invalid_request", 1},
 			{"another header", batchOf(good, op("PATCH", recURL, map[string]any{}, "Content-Type", "application/json")), http.StatusBadRequest, "invalid_request", 1},
 			{"If-Match on a DELETE", batchOf(good, op("DELETE", recURL, nil, "If-Match", `"1"`)), http.StatusBadRequest, "invalid_request", 1},
+			// The whole body's check finds it first, and names it in details.
+			{"NUL in a body", batchOf(good, createOp(mod, map[string]any{"title": "a\x00b"})), http.StatusUnprocessableEntity, "validation_failed", -1},
 			{"a module's slug for its id", batchOf(good, createOp("orders", map[string]any{"title": "a"})), http.StatusNotFound, "not_found", 1},
 			{"a record id without its prefix", batchOf(good, op("DELETE", "/api/modules/"+mod+"/records/kept", nil)), http.StatusNotFound, "not_found", 1},
 		}
@@ -274,7 +276,11 @@ func TestBatchRefusesMalformed(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				e := &batchEnv{env: e.on(t), db: e.db}
 				before := e.counts()
-				body := wantBatchError(t, e.call("POST", "/api/batch", e.admin, tt.body), tt.status, tt.code, tt.index)
+				r := e.call("POST", "/api/batch", e.admin, tt.body)
+				body := wantBatchError(t, r, tt.status, tt.code, tt.index)
+				if tt.code == "validation_failed" && tt.index < 0 {
+					wantDetails(t, r, "requests[1].body.fields.title")
+				}
 				if msg := body["message"].(string); tt.index < 0 && tt.code == "invalid_request" && strings.Contains(tt.name, "operations") && !strings.Contains(msg, "100") {
 					t.Errorf("message %q does not name the bound of 100", msg)
 				}
