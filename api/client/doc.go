@@ -18,6 +18,10 @@
 //		Fields: map[string]any{"title": "hello"},
 //	})
 //
+// Several record writes that must be applied together, or not at all, go
+// in one Batch (CreateOp, UpdateOp, DeleteOp); a failing operation's error
+// names it in Error.Index.
+//
 // Lists come a page at a time (QueryRecords, ListDeliveries, …) or as
 // iterators that follow the pages to the end (Records, Deliveries,
 // AccessLogs): range over them with two variables, and stop at the first
