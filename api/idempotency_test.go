@@ -495,3 +495,29 @@ func TestIdempotentAdminRoutes(t *testing.T) {
 		}
 	})
 }
+
+// TestIdempotentBatch: a batch sent with a key runs in the key's
+// transaction (its own nests in it) and is applied once: the repeat is
+// the first answer again, and a batch refused stores nothing.
+func TestIdempotentBatch(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		db := storetest.NewDB(t, d)
+		e := newEnvOn(t, db.Open(t, models.Options{}))
+		notes := e.createModule("notes", map[string]any{"name": "title", "type": "string", "required": true})
+		url := "/api/modules/" + notes + "/records"
+		good := batchOf(op("POST", url, map[string]any{"fields": map[string]any{"title": "a"}}),
+			op("POST", url, map[string]any{"fields": map[string]any{"title": "b"}}))
+
+		refused := batchOf(op("POST", url, map[string]any{"fields": map[string]any{"title": "a"}}),
+			op("POST", url, map[string]any{"fields": map[string]any{}}))
+		e.call("POST", "/api/batch", e.admin, refused, idem("batch")...).want(422)
+		if n := count(t, db, "SELECT id FROM records WHERE module_id = ?", notes); n != 0 {
+			t.Fatalf("%d records after a refused batch, want 0", n)
+		}
+		first := e.call("POST", "/api/batch", e.admin, good, idem("batch")...).want(200)
+		wantReplay(t, e.call("POST", "/api/batch", e.admin, good, idem("batch")...), first)
+		if n := count(t, db, "SELECT id FROM records WHERE module_id = ?", notes); n != 2 {
+			t.Errorf("%d records, want 2", n)
+		}
+	})
+}

@@ -26,16 +26,15 @@ const firstBackoff = 250 * time.Millisecond
 // WithRetries has the client send a request again, up to n more times,
 // after a 429 or a 503 (waiting the answer's Retry-After, capped by
 // WithMaxRetryWait) or when it got no answer (a *TransportError, after a
-// doubling backoff from 250ms) — but only a request that is safe to
+// doubling backoff from 250ms), and a write with an Idempotency-Key after
+// a 409 with Retry-After (the server is still running the write's first
+// try under that key) — but only a request that is safe to
 // repeat: a GET, HEAD or DELETE always, a POST or PATCH only when it
 // carries an Idempotency-Key (WithIdempotencyKeys, IdempotencyKey). A
 // POST without one that broke mid-way may have been applied, so it comes
 // back to the caller; a DELETE without one whose first try was applied
-// answers its retry not_found. A write with a key is also sent again
-// after a 409 with Retry-After: the server is still running its first
-// try, and answers the retry with that try's answer. Without WithRetries
-// the client sends each request once and leaves retrying to the caller
-// (Transient, Error.RetryAfter).
+// answers its retry not_found. Without WithRetries the client sends each request once
+// and leaves retrying to the caller (Transient, Error.RetryAfter).
 func WithRetries(n int) Option {
 	return func(c *Client) { c.retries = max(n, 0) }
 }
@@ -113,16 +112,20 @@ func (c *Client) retryAfter(ctx context.Context, method, idemKey string, try int
 		return backoff, true
 	}
 	var e *Error
-	// A 409 with Retry-After is a key still held by the first try.
-	keyHeld := errors.As(err, &e) && e.Status == http.StatusConflict && idemKey != "" && e.RetryAfter > 0
-	if keyHeld {
-		return min(e.RetryAfter, c.maxWait), true
+	if !errors.As(err, &e) {
+		return 0, false
 	}
-	if errors.As(err, &e) && (e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable) {
+	switch {
+	case e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable:
 		if e.RetryAfter > 0 {
 			return min(e.RetryAfter, c.maxWait), true
 		}
 		return backoff, true
+	case e.Status == http.StatusConflict && idemKey != "" && e.RetryAfter > 0:
+		// The write's first try, under the same key, is still running on
+		// the server: its outcome will be answered to a later try. A 409
+		// without Retry-After is a real conflict, the same on every try.
+		return min(e.RetryAfter, c.maxWait), true
 	}
 	return 0, false
 }
