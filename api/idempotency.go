@@ -87,6 +87,10 @@ func (s *Server) idempotent(c *gin.Context) {
 		w.outside()
 		return
 	}
+	if c.Request.Method == http.MethodPost && c.FullPath() == keyedCreateRoute {
+		w.keyedCreate()
+		return
+	}
 	w.inTransaction()
 }
 
@@ -146,6 +150,38 @@ func (w idemWrite) inTransaction() {
 		s.fail(c, models.ErrUnavailable)
 	default:
 		s.fail(c, err)
+	}
+}
+
+// keyedCreateRoute is the record create, whose answer its own statements
+// store (models.KeyedCreate): no transaction around the handler, no
+// statement of the key's own.
+const keyedCreateRoute = "/api/modules/:id/records"
+
+// keyedCreate runs a record create that stores its answer under the key
+// in the create's own statements, and answers as inTransaction does: the
+// create's answer once stored, a stored answer replayed, a held key busy.
+// A create that fails or never reaches the store (an unknown module, an
+// invalid record) stores nothing and is answered its error.
+func (w idemWrite) keyedCreate() {
+	s, c := w.s, w.c
+	k := &models.KeyedCreate{KeyID: w.keyID, Key: w.key, TTL: s.idemTTL(), Fingerprint: w.fingerprint, Render: renderCreated}
+	orig := c.Request
+	c.Request = orig.WithContext(models.WithKeyedCreate(orig.Context(), k))
+	buf := w.run()
+	c.Request = orig
+	switch {
+	case k.Stored() != nil:
+		w.replay(k.Stored())
+	case k.Busy():
+		w.busy()
+	default:
+		if buf.succeeded() && !k.Taken() {
+			// A success whose answer no store call took is not stored:
+			// the handler no longer creates through CreateRecord.
+			s.log.ErrorContext(c.Request.Context(), "keyed create answered without storing its answer", "request_id", requestID(c))
+		}
+		buf.flush()
 	}
 }
 

@@ -168,31 +168,59 @@ func TestIdempotentHeldKey(t *testing.T) {
 }
 
 // TestIdempotentCommitLost: the connection breaks once PostgreSQL has
-// the COMMIT of a create and before its answer reaches the API. The API
-// cannot know whether the change is there and answers 503; the retry
-// with the key is answered the create's 201, and there is one record.
+// the statement that commits a keyed write and before its answer reaches
+// the API. The API cannot know whether the change is there and answers
+// 503; the retry with the key is answered the write's first answer, and
+// the change is made once. A record create commits with its one
+// statement, whose arguments carry the key (models.KeyedCreate); a patch
+// with the COMMIT of its transaction.
 func TestIdempotentCommitLost(t *testing.T) {
 	db := storetest.NewDB(t, models.Postgres)
 	proxy, via := storetest.NewProxy(t, db)
 	e := newEnvOn(t, via.Open(t, models.Options{}), withoutAccessLogs())
 	notes := e.createModule("notes", map[string]any{"name": "title", "type": "string"})
 	path := "/api/modules/" + notes + "/records"
-	body := map[string]any{"fields": map[string]any{"title": "kept"}}
 
-	proxy.CutAfterSent([]byte("commit"))
-	r := e.call("POST", path, e.admin, body, idem("lost-answer")...)
-	wantErrorBody(t, r.want(503), "unavailable")
-	rows := db.Rows(t, "SELECT id FROM records WHERE module_id = ?", notes)
-	if len(rows) != 1 {
-		t.Fatalf("%d records after the lost commit answer, want the 1 committed", len(rows))
-	}
-	retry := e.call("POST", path, e.admin, body, idem("lost-answer")...).want(201)
-	if retry.header.Get("Idempotent-Replayed") != "true" || retry.json()["id"] != rows[0]["id"] {
-		t.Errorf("retry %s (replayed %q), want the committed record %s replayed", retry.body, retry.header.Get("Idempotent-Replayed"), rows[0]["id"])
-	}
-	if n := count(t, db, "SELECT id FROM records WHERE module_id = ?", notes); n != 1 {
-		t.Errorf("%d records after the retry, want 1", n)
-	}
+	t.Run("create", func(t *testing.T) {
+		body := map[string]any{"fields": map[string]any{"title": "kept"}}
+		proxy.CutAfterSent([]byte("lost-create-answer"))
+		r := e.call("POST", path, e.admin, body, idem("lost-create-answer")...)
+		wantErrorBody(t, r.want(503), "unavailable")
+		// The client's side is cut before the server has the statement:
+		// the server may still be running it.
+		var rows []map[string]string
+		storetest.Eventually(t, 10*time.Second, "the cut create committed", func() bool {
+			rows = db.Rows(t, "SELECT id FROM records WHERE module_id = ?", notes)
+			return len(rows) > 0
+		})
+		if len(rows) != 1 {
+			t.Fatalf("%d records after the lost commit answer, want the 1 committed", len(rows))
+		}
+		retry := e.call("POST", path, e.admin, body, idem("lost-create-answer")...).want(201)
+		if retry.header.Get("Idempotent-Replayed") != "true" || retry.json()["id"] != rows[0]["id"] {
+			t.Errorf("retry %s (replayed %q), want the committed record %s replayed", retry.body, retry.header.Get("Idempotent-Replayed"), rows[0]["id"])
+		}
+		if n := count(t, db, "SELECT id FROM records WHERE module_id = ?", notes); n != 1 {
+			t.Errorf("%d records after the retry, want 1", n)
+		}
+		if n := count(t, db, "SELECT id FROM events WHERE record_id = ?", rows[0]["id"]); n != 1 {
+			t.Errorf("%d events after the retry, want 1", n)
+		}
+	})
+	t.Run("patch", func(t *testing.T) {
+		id := e.createRecord(notes, map[string]any{"title": "before"})
+		body := map[string]any{"fields": map[string]any{"title": "after"}}
+		proxy.CutAfterSent([]byte("commit"))
+		r := e.call("PATCH", path+"/"+id, e.admin, body, idem("lost-patch-answer")...)
+		wantErrorBody(t, r.want(503), "unavailable")
+		retry := e.call("PATCH", path+"/"+id, e.admin, body, idem("lost-patch-answer")...).want(200)
+		if retry.header.Get("Idempotent-Replayed") != "true" || retry.json()["version"] != float64(2) {
+			t.Errorf("retry %s (replayed %q), want version 2 replayed", retry.body, retry.header.Get("Idempotent-Replayed"))
+		}
+		if n := count(t, db, "SELECT id FROM events WHERE record_id = ?", id); n != 2 {
+			t.Errorf("%d events after the retry, want 2 (created, updated)", n)
+		}
+	})
 }
 
 // TestIdempotencyKeyRefusals: a key sent again with another body, path or

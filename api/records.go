@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -343,11 +344,41 @@ func (s *Server) answerChange(c *gin.Context, ch recordChange) {
 		s.fail(c, err)
 		return
 	}
+	out, err := a.render()
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	for k, v := range out.Header {
+		c.Header(k, v)
+	}
+	c.Data(out.Status, out.Header["Content-Type"], out.Body)
+}
+
+// jsonContentType is the Content-Type of a JSON answer, as gin's c.JSON
+// sets it.
+const jsonContentType = "application/json; charset=utf-8"
+
+// render is a's answer as sent: a create's answer is rendered before its
+// record is stored, to be stored with it (keyedCreate), and must be the
+// one answerChange then sends, byte for byte.
+func (a recordAnswer) render() (models.IdempotentAnswer, error) {
+	body, err := json.Marshal(a.body)
+	if err != nil {
+		return models.IdempotentAnswer{}, fmt.Errorf("encode answer: %w", err)
+	}
+	h := map[string]string{"Content-Type": jsonContentType}
 	if a.location != "" {
-		c.Header("Location", a.location)
+		h["Location"] = a.location
 	}
 	if a.etag != "" {
-		c.Header("ETag", a.etag)
+		h["ETag"] = a.etag
 	}
-	c.JSON(a.status, a.body)
+	return models.IdempotentAnswer{Status: a.status, Header: h, Body: body}, nil
+}
+
+// renderCreated is the answer of a record's create, rendered before the
+// record is inserted (models.KeyedCreate.Render).
+func renderCreated(r *models.Record) (models.IdempotentAnswer, error) {
+	return createdAnswer(&models.Module{ID: r.ModuleID}, r).render()
 }

@@ -121,8 +121,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, keyID, key string, ttl 
 	if tx := ambientTx(ctx); tx != nil {
 		db = tx
 	}
-	row := s.queryRow(db, `SELECT 1, fingerprint, status, headers, body FROM idempotency_keys
-		WHERE key_id = ? AND idem_key = ? AND created_at >= ?`, keyID, key, since)
+	row := s.queryRow(db, readAnswer, keyID, key, since)
 	a, err = s.scanClaim(row, keyID, key)
 	if err != nil {
 		release()
@@ -130,6 +129,11 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, keyID, key string, ttl 
 	}
 	return release, a, nil
 }
+
+// readAnswer reads, on SQLite, a key's live row after its lock, as
+// scanClaim reads a claim.
+const readAnswer = `SELECT 1, fingerprint, status, headers, body FROM idempotency_keys
+	WHERE key_id = ? AND idem_key = ? AND created_at >= ?`
 
 // claimInTx locks a key for the transaction and reads its row in one
 // statement. The row is read under the statement's snapshot, which may be
@@ -210,6 +214,12 @@ func (s *Store) scanClaim(row *sql.Row, keyID, key string) (*IdempotentAnswer, e
 	if !locked {
 		return nil, ErrIdempotencyKeyBusy
 	}
+	return s.openAnswer(keyID, key, fp, status, headers, body)
+}
+
+// openAnswer is the answer a key's row stores, nil when status is NULL
+// (there is no row).
+func (s *Store) openAnswer(keyID, key string, fp []byte, status sql.NullInt64, headers, body sql.NullString) (*IdempotentAnswer, error) {
 	if !status.Valid {
 		return nil, nil
 	}

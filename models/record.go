@@ -60,13 +60,21 @@ type RecordQuery struct {
 	Times []TimeCond
 }
 
-// CreateRecord validates and inserts a record.
+// CreateRecord validates and inserts a record. With a context that
+// carries a KeyedCreate, outside a transaction of Atomically's, it stores
+// the create's answer under that idempotency key in its own statements
+// (idempotent_create.go).
 func (s *Store) CreateRecord(ctx context.Context, m *Module, fields, customData map[string]any) (*Record, error) {
 	r, events, err := s.newRecord(m, fields, customData)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.insertRecord(ctx, r, events); err != nil {
+	if k := takeKeyedCreate(ctx); k != nil {
+		err = s.createKeyed(ctx, k, r, events)
+	} else {
+		err = s.insertRecord(ctx, r, events)
+	}
+	if err != nil {
 		return nil, err
 	}
 	s.eventsWritten()

@@ -28,6 +28,9 @@ type Proxy struct {
 	hole     bool
 	cutOn    []byte
 	cutAfter []byte
+	// cutCancel withholds the next cancel request, sent by the client a
+	// CutAfterSent cut (cutAfterSent).
+	cutCancel bool
 	conns    map[net.Conn]struct{}
 	wg       sync.WaitGroup
 	// sent counts what clients sent through the proxy (Sent).
@@ -135,7 +138,10 @@ func (p *Proxy) CutOn(b []byte) {
 // CutAfterSent makes the proxy forward the next chunk a client sends that
 // contains b, then close the connection before the server's answer can
 // reach the client: the server acts on the message (a COMMIT commits) and
-// the client never learns it did. It applies once.
+// the client never learns it did. It applies once. The cancel request
+// the cut client then sends (pgx sends one for the statement it lost) is
+// withheld: it would race the server, which could then not act on the
+// message after all.
 func (p *Proxy) CutAfterSent(b []byte) {
 	p.mu.Lock()
 	p.cutAfter = bytes.Clone(b)
@@ -209,7 +215,7 @@ func (p *Proxy) forward(dst, src net.Conn) (clientCut bool) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if p.cut(buf[:n]) {
+			if p.cut(buf[:n]) || !msgs.started && p.withholdCancel(buf[:n]) {
 				return false
 			}
 			// The client's side is cut before the chunk goes on, so that
@@ -250,8 +256,25 @@ func (p *Proxy) cutAfterSent(chunk []byte) bool {
 	if p.cutAfter == nil || !bytes.Contains(chunk, p.cutAfter) {
 		return false
 	}
-	p.cutAfter = nil
+	p.cutAfter, p.cutCancel = nil, true
 	return true
+}
+
+// cancelRequest is the code of the startup message that cancels another
+// connection's statement.
+const cancelRequest = 80877102
+
+// withholdCancel reports whether chunk, the first a client sent, is the
+// cancel request of a client that CutAfterSent cut.
+func (p *Proxy) withholdCancel(chunk []byte) bool {
+	if len(chunk) < 8 || binary.BigEndian.Uint32(chunk[4:8]) != cancelRequest {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	withhold := p.cutCancel
+	p.cutCancel = false
+	return withhold
 }
 
 func (p *Proxy) drop(conns ...net.Conn) {
