@@ -31,8 +31,8 @@ type Proxy struct {
 	// cutCancel withholds the next cancel request, sent by the client a
 	// CutAfterSent cut (cutAfterSent).
 	cutCancel bool
-	conns    map[net.Conn]struct{}
-	wg       sync.WaitGroup
+	conns     map[net.Conn]struct{}
+	wg        sync.WaitGroup
 	// sent counts what clients sent through the proxy (Sent).
 	sent Wire
 }
