@@ -180,7 +180,14 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	if err != nil {
 		return nil, err
 	}
-	if s.w, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: dsn}), gormConfig(s.now, false)); err != nil {
+	// The writer keeps its sub-journals in memory: every write of the
+	// group commit runs in a savepoint (groupcommit.go), whose journal
+	// holds the first image of each page the write changes, and in a temp
+	// file each such page costs a system call. What it holds is bounded by
+	// the pages one group changes; the readers, whose temp files are
+	// sorts, keep the default.
+	writeDSN := dsn + "&_pragma=temp_store(MEMORY)"
+	if s.w, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: writeDSN}), gormConfig(s.now, false)); err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	if s.r, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: dsn}), gormConfig(s.now, true)); err != nil {
