@@ -131,16 +131,14 @@ func (s *Store) createKeyedPG(ctx context.Context, k *KeyedCreate, a keyedAnswer
 		return err
 	}
 	now := r.CreatedAt
-	since := now.Add(-k.TTL)
-	args := make([]any, 0, 22+9*len(events))
-	args = append(args, idemLockName(k.KeyID, k.Key), k.KeyID, k.Key, since,
-		k.KeyID, k.Key, k.Fingerprint, a.status, a.headers, a.sealed, now, since,
-		r.ID, r.TenantID, r.ModuleID, fields, custom, r.Version, r.CreatedAt, r.UpdatedAt)
+	args := make([]any, 0, 16+9*len(events))
+	args = append(args, idemLockName(k.KeyID, k.Key), k.KeyID, k.Key, now.Add(-k.TTL),
+		k.Fingerprint, a.status, a.headers, a.sealed, now,
+		r.ID, r.TenantID, r.ModuleID, fields, custom, r.Version, s.shard())
 	for _, e := range events {
 		args = append(args, e.ID, e.TenantID, e.ModuleID, e.RecordID, e.RecordVersion, e.Type, e.Payload, e.OccurredAt, e.TraceParent)
 	}
-	args = append(args, s.shard())
-	query := keyedCreateSQL(len(events))
+	query := s.keyedCreateQuery(len(events))
 	db := s.w.WithContext(ctx).Statement.ConnPool
 	for range 2 {
 		var (
@@ -172,45 +170,63 @@ func (s *Store) createKeyedPG(ctx context.Context, k *KeyedCreate, a keyedAnswer
 	return nil
 }
 
+// keyedCreateQuery is keyedCreateSQL(n), built once for the event counts
+// a create has.
+func (s *Store) keyedCreateQuery(n int) string {
+	if n < len(s.keyedCreateSQL) {
+		return s.keyedCreateSQL[n]
+	}
+	return keyedCreateSQL(n)
+}
+
 // keyedCreateSQL is the statement of a keyed record create with n events.
 // The lock is taken once (a CTE calling a volatile function is evaluated
 // once); the answer's insert comes first and the record's inserts read
 // its row, so that an answer's insert that meets a live row (a twin's,
-// committed after the snapshot) inserts no record either.
+// committed after the snapshot) inserts no record either. Its parameters
+// are createKeyedPG's arguments: $1 the lock's name, $2 and $3 the key,
+// $4 the oldest time of a live row, $5 to $8 the answer, $9 the time of
+// the create, $10 to $15 the record, $16 the count's shard, then nine
+// for each event.
 func keyedCreateSQL(n int) string {
 	var b strings.Builder
-	i := 0
-	p := func() string { i++; return "$" + strconv.Itoa(i) }
-	cast := func(typ string) string { return "CAST(" + p() + " AS " + typ + ")" }
-	b.WriteString(`WITH l AS (SELECT pg_try_advisory_xact_lock(` + strconv.Itoa(idempotencyLockClass) + `, hashtext(` + cast("text") + `)) AS locked),
+	b.WriteString(`WITH l AS (SELECT pg_try_advisory_xact_lock(` + strconv.Itoa(idempotencyLockClass) + `, hashtext(CAST($1 AS text))) AS locked),
 	s AS (SELECT i.fingerprint, i.status, i.headers, i.body FROM l JOIN idempotency_keys i
-		ON l.locked AND i.key_id = ` + cast("text") + ` AND i.idem_key = ` + cast("text") + ` AND i.created_at >= ` + cast("timestamptz") + `),
+		ON l.locked AND i.key_id = CAST($2 AS text) AND i.idem_key = CAST($3 AS text) AND i.created_at >= CAST($4 AS timestamptz)),
 	k AS (INSERT INTO idempotency_keys (key_id, idem_key, fingerprint, status, headers, body, created_at)
-		SELECT ` + cast("text") + `, ` + cast("text") + `, ` + cast("bytea") + `, ` + cast("integer") + `, ` + cast("text") + `, ` + cast("text") + `, ` + cast("timestamptz") + `
+		SELECT $2, $3, CAST($5 AS bytea), CAST($6 AS integer), CAST($7 AS text), CAST($8 AS text), CAST($9 AS timestamptz)
 		FROM l WHERE l.locked AND NOT EXISTS (SELECT 1 FROM s)
 		ON CONFLICT (key_id, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status,
 			headers = excluded.headers, body = excluded.body, created_at = excluded.created_at
-		WHERE idempotency_keys.created_at < ` + cast("timestamptz") + `
+		WHERE idempotency_keys.created_at < $4
 		RETURNING 1),
 	r AS (INSERT INTO records (id, tenant_id, module_id, fields, custom_data, version, created_at, updated_at)
-		SELECT ` + cast("text") + `, ` + cast("text") + `, ` + cast("text") + `, ` + cast("jsonb") + `, ` + cast("jsonb") + `, ` + cast("bigint") + `, ` + cast("timestamptz") + `, ` + cast("timestamptz") + ` FROM k
-		RETURNING module_id)`)
+		SELECT CAST($10 AS text), CAST($11 AS text), CAST($12 AS text), CAST($13 AS jsonb), CAST($14 AS jsonb), CAST($15 AS bigint), $9, $9 FROM k
+		RETURNING module_id),
+	c AS (INSERT INTO module_record_counts (module_id, shard, count) SELECT module_id, CAST($16 AS integer), 1 FROM r
+		ON CONFLICT (module_id, shard) DO UPDATE SET count = module_record_counts.count + excluded.count)`)
 	if n > 0 {
 		b.WriteString(`,
 	e AS (INSERT INTO events (id, tenant_id, module_id, record_id, record_version, type, payload, occurred_at, trace_parent)
 		SELECT v.* FROM k, (VALUES `)
+		p := 16
 		for j := range n {
 			if j > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(" + cast("text") + ", " + cast("text") + ", " + cast("text") + ", " + cast("text") + ", " +
-				cast("bigint") + ", " + cast("text") + ", " + cast("text") + ", " + cast("timestamptz") + ", " + cast("text") + ")")
+			b.WriteString("(")
+			for c, typ := range []string{"text", "text", "text", "text", "bigint", "text", "text", "timestamptz", "text"} {
+				if c > 0 {
+					b.WriteString(", ")
+				}
+				p++
+				b.WriteString("CAST($" + strconv.Itoa(p) + " AS " + typ + ")")
+			}
+			b.WriteString(")")
 		}
 		b.WriteString(`) AS v)`)
 	}
-	b.WriteString(`,
-	c AS (INSERT INTO module_record_counts (module_id, shard, count) SELECT module_id, ` + cast("integer") + `, 1 FROM r
-		ON CONFLICT (module_id, shard) DO UPDATE SET count = module_record_counts.count + excluded.count)
+	b.WriteString(`
 	SELECT l.locked, EXISTS (SELECT 1 FROM k), s.fingerprint, s.status, s.headers, s.body FROM l LEFT JOIN s ON true`)
 	return b.String()
 }

@@ -87,6 +87,9 @@ type Store struct {
 	// recoveries: see Options.BulkRunning and Options.BulkRate.
 	bulkRunning int
 	bulkEvery   time.Duration
+	// keyedCreateSQL holds, on PostgreSQL, the statements of keyed record
+	// creates by their number of events (idempotent_create.go).
+	keyedCreateSQL []string
 	// idemHeld is SQLite's lock on idempotency keys (idempotency.go).
 	idemHeld heldKeys
 	// heldConns bounds the PostgreSQL connections held across other
@@ -258,6 +261,9 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	db.SetMaxIdleConns(n)
 	db.SetConnMaxLifetime(30 * time.Minute)
 	s.heldConns = make(chan struct{}, max(1, n/2))
+	for n := range 4 {
+		s.keyedCreateSQL = append(s.keyedCreateSQL, keyedCreateSQL(n))
+	}
 	if err := db.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
