@@ -344,7 +344,7 @@ func (s *Server) answerChange(c *gin.Context, ch recordChange) {
 		s.fail(c, err)
 		return
 	}
-	out, err := a.render()
+	out, err := renderedAnswer(c.Request.Context(), a)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -375,6 +375,17 @@ func (a recordAnswer) render() (models.IdempotentAnswer, error) {
 		h["ETag"] = a.etag
 	}
 	return models.IdempotentAnswer{Status: a.status, Header: h, Body: body}, nil
+}
+
+// renderedAnswer is a's answer as sent: a keyed create's was rendered
+// before its record was inserted, and stored (models.KeyedCreate), and is
+// sent as stored. The Location, which names the record, tells that the
+// answer rendered is a's.
+func renderedAnswer(ctx context.Context, a recordAnswer) (models.IdempotentAnswer, error) {
+	if k := models.KeyedCreateOf(ctx); k != nil && k.Rendered() != nil && a.location != "" && k.Rendered().Header["Location"] == a.location {
+		return *k.Rendered(), nil
+	}
+	return a.render()
 }
 
 // renderCreated is the answer of a record's create, rendered before the

@@ -39,9 +39,21 @@ type KeyedCreate struct {
 	// is inserted by the code that renders it after.
 	Render func(r *Record) (IdempotentAnswer, error)
 
-	taken  bool
-	busy   bool
-	stored *IdempotentAnswer
+	taken    bool
+	busy     bool
+	stored   *IdempotentAnswer
+	rendered *IdempotentAnswer
+}
+
+// Rendered is the answer Render gave the create, which its row stores:
+// sent as it is, the first answer is the replays' byte for byte, and is
+// not rendered twice. Nil until the create has rendered it.
+func (k *KeyedCreate) Rendered() *IdempotentAnswer { return k.rendered }
+
+// KeyedCreateOf returns the KeyedCreate ctx carries, or nil.
+func KeyedCreateOf(ctx context.Context) *KeyedCreate {
+	k, _ := ctx.Value(keyedCreateKey{}).(*KeyedCreate)
+	return k
 }
 
 // Taken reports whether a create took k: its answer is stored when the
@@ -67,7 +79,7 @@ func WithKeyedCreate(ctx context.Context, k *KeyedCreate) context.Context {
 // takeKeyedCreate returns the KeyedCreate ctx carries, once: in a
 // transaction of Atomically's the answer is stored by its caller.
 func takeKeyedCreate(ctx context.Context) *KeyedCreate {
-	k, _ := ctx.Value(keyedCreateKey{}).(*KeyedCreate)
+	k := KeyedCreateOf(ctx)
 	if k == nil || k.taken || InTransaction(ctx) {
 		return nil
 	}
@@ -86,6 +98,7 @@ func (s *Store) createKeyed(ctx context.Context, k *KeyedCreate, r *Record, even
 	if err != nil {
 		return err
 	}
+	k.rendered = &a
 	headers, err := json.Marshal(a.Header)
 	if err != nil {
 		return fmt.Errorf("idempotent answer headers: %w", err)
