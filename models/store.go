@@ -90,6 +90,9 @@ type Store struct {
 	// keyedCreateSQL holds, on PostgreSQL, the statements of keyed record
 	// creates by their number of events (idempotent_create.go).
 	keyedCreateSQL []string
+	// saveAnswerStmt is saveAnswer prepared on SQLite's writer
+	// (idempotent_create.go).
+	saveAnswerStmt atomic.Pointer[sql.Stmt]
 	// idemHeld is SQLite's lock on idempotency keys (idempotency.go).
 	idemHeld heldKeys
 	// heldConns bounds the PostgreSQL connections held across other
