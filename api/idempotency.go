@@ -18,7 +18,12 @@ import (
 // "Idempotency"): the answer is stored with the key in the transaction
 // that makes the change, so that a retry, even of a call whose answer was
 // lost with the connection or the process, gets the original answer and
-// changes nothing again.
+// changes nothing again. Most routes run their handler in a transaction
+// of the store's that claims the key first and stores the answer last
+// (inTransaction); the record create, the hottest keyed write, renders its
+// answer before its insert and stores it in the create's own statements
+// (keyedCreate, models.KeyedCreate), which costs it next to nothing more
+// than a create without a key.
 
 const (
 	idempotencyKeyHeader = "Idempotency-Key"

@@ -24,7 +24,8 @@ import (
 // replicas: an advisory lock in its two-int4 form under
 // idempotencyLockClass, which can never be the bigint key of a record's
 // lock (atomic.go). On SQLite, which one process writes, it is a set of
-// held keys in the store.
+// held keys in the store. A record create takes the same lock and stores
+// its answer in its own statements instead (idempotent_create.go).
 
 // idempotencyLockClass is the first int4 of the advisory locks on
 // idempotency keys; the second is hashtext of the key. Two keys whose
