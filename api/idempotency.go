@@ -22,8 +22,8 @@ import (
 // of the store's that claims the key first and stores the answer last
 // (inTransaction); the record create, the hottest keyed write, renders its
 // answer before its insert and stores it in the create's own statements
-// (keyedCreate, models.KeyedCreate), which costs it next to nothing more
-// than a create without a key.
+// (keyedCreate, models.KeyedCreate): no transaction around the handler
+// and, on PostgreSQL, no statement beyond the create's one.
 
 const (
 	idempotencyKeyHeader = "Idempotency-Key"
