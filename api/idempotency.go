@@ -159,8 +159,7 @@ func (w idemWrite) inTransaction() {
 }
 
 // keyedCreateRoute is the record create, whose answer its own statements
-// store (models.KeyedCreate): no transaction around the handler, no
-// statement of the key's own.
+// store (models.KeyedCreate) rather than a transaction around its handler.
 const keyedCreateRoute = "/api/modules/:id/records"
 
 // keyedCreate runs a record create that stores its answer under the key
