@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/recordhub/recordhub/api/changefeed"
 	"github.com/recordhub/recordhub/api/ratelimit"
 	"github.com/recordhub/recordhub/models"
 )
@@ -75,6 +76,8 @@ type Deps struct {
 	// for a connection of the store's heavy-read pool and running;
 	// models.DefaultHeavyReadTimeout when zero.
 	HeavyReadTimeout time.Duration
+	// Changes bounds the change feed's streams.
+	Changes ChangesOptions
 }
 
 // inboundRoute is the public inbound webhook.
@@ -102,6 +105,8 @@ type Server struct {
 	outage           outageLog
 	heavyReadTimeout time.Duration
 	slowReads        outageLog
+	feed             *changefeed.Feed
+	changesOpts      ChangesOptions
 }
 
 // New returns a Server with its routes.
@@ -133,6 +138,19 @@ func New(d Deps) *Server {
 		if s.tracing.propagator == nil {
 			s.tracing.propagator = propagation.TraceContext{}
 		}
+	}
+	s.changesOpts = d.Changes
+	if s.changesOpts.Heartbeat <= 0 {
+		s.changesOpts.Heartbeat = DefaultChangesHeartbeat
+	}
+	if s.changesOpts.WriteTimeout <= 0 {
+		s.changesOpts.WriteTimeout = DefaultChangesWriteTimeout
+	}
+	if s.store != nil {
+		s.feed = changefeed.New(s.store, changefeed.Options{
+			PerKey: d.Changes.StreamsPerKey, PerTenant: d.Changes.StreamsPerTenant,
+			Poll: d.Changes.Poll, Ring: d.Changes.Ring, Log: s.log,
+		})
 	}
 	s.metrics = newMetrics(s.registry)
 	if s.store != nil && !d.OpsOnly {
@@ -189,6 +207,7 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	records.GET("/:recordId", s.getRecord)
 	records.PATCH("/:recordId", s.updateRecord)
 	records.DELETE("/:recordId", s.deleteRecord)
+	authed.GET("/modules/:id/changes", s.checkPathIDs, s.takes("after", "limit", "types", "filter[]"), s.changes)
 
 	admin := authed.Group("/admin", s.requireAdmin, s.checkPathIDs)
 	// Routes whose answers hold a credential go through noStore.
