@@ -37,7 +37,7 @@ type Config struct {
 	ChangeStreamsPerKey    int
 	ChangeStreamsPerTenant int
 	AutoMigrate            bool
-	LogLevel              slog.Level
+	LogLevel               slog.Level
 	// PublicURL is the base of the inbound webhook URLs shown to admins.
 	PublicURL string
 
