@@ -49,6 +49,13 @@ type options struct {
 	noisyScenarios  []string
 	noisyBN         int           // tenant B's creates per scenario
 	noisyBEvery     time.Duration // between them
+
+	// The change feed mode's (-changes).
+	changes            bool
+	changesSubscribers int           // live readers of the module
+	changesRate        int           // creates a second
+	changesFor         time.Duration // how long
+	changesIdle        int           // idle streams whose memory is measured
 }
 
 // noisyScenarioNames are -noisy-scenarios' choices, in the order they run.
@@ -85,6 +92,11 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	scenarios := fs.String("noisy-scenarios", strings.Join(noisyScenarioNames, ","), "with -noisy: the scenarios to run, comma-separated")
 	fs.IntVar(&o.noisyBN, "noisy-b-n", 80, "with -noisy: tenant B's creates per scenario")
 	fs.DurationVar(&o.noisyBEvery, "noisy-b-every", 250*time.Millisecond, "with -noisy: time between tenant B's creates")
+	fs.BoolVar(&o.changes, "changes", false, "run only the change feed mode: commit → SSE event latency with -changes-subscribers live readers of one module at -changes-rate creates a second, and the service's RSS per idle stream, on each database of -db")
+	fs.IntVar(&o.changesSubscribers, "changes-subscribers", 100, "with -changes: live readers of the module, one tenant, one key")
+	fs.IntVar(&o.changesRate, "changes-rate", 200, "with -changes: creates a second")
+	fs.DurationVar(&o.changesFor, "changes-for", 10*time.Second, "with -changes: how long the creates go on")
+	fs.IntVar(&o.changesIdle, "changes-idle", 200, "with -changes: idle streams whose memory is measured (at most the service's streams per key, 200 by default)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: recordhub-bench [flags]\n\nLoad-tests recordhub against a bare Gin handler with hey; see the package doc.\n\nflags:")
 		fs.PrintDefaults()
@@ -150,6 +162,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.noisy && (o.production || len(o.noisyScenarios) == 0 || o.noisyBN < 2 || o.noisyBEvery <= 0 ||
 		(o.noisyBefore != "" && o.noisyBeforeBin != "")) {
 		return o, errors.New("-noisy runs alone (not with -production), needs -noisy-scenarios, -noisy-b-n of at least 2, a positive -noisy-b-every, and at most one of -noisy-before and -noisy-before-bin")
+	}
+	if o.changes && (o.production || o.noisy || len(o.databases) == 0 || o.changesSubscribers < 1 || o.changesRate < 1 || o.changesFor < time.Second || o.changesIdle < 1) {
+		return o, errors.New("-changes runs alone, needs -db, and positive -changes-subscribers, -changes-rate, -changes-idle and a -changes-for of at least 1s")
 	}
 	if o.noisyProduction && !o.noisy {
 		return o, errors.New("-noisy-production goes with -noisy")
