@@ -197,13 +197,10 @@ func TestChangesPurge(t *testing.T) {
 		s := storetest.Open(t, d)
 		m := changesModule(t, s)
 		other := changesModule(t, s)
-		var recs []*models.Record
 		for i := range 3 {
-			r, err := s.CreateRecord(ctx, m, map[string]any{"title": fmt.Sprint(i)}, nil)
-			if err != nil {
+			if _, err := s.CreateRecord(ctx, m, map[string]any{"title": fmt.Sprint(i)}, nil); err != nil {
 				t.Fatal(err)
 			}
-			recs = append(recs, r)
 		}
 		all, _ := readAllChanges(t, s, m, models.ChangePosition{}, 10)
 		if len(all) != 3 {
