@@ -161,7 +161,7 @@ func (s *Server) changesQueryOf(ctx context.Context, c *gin.Context, m *models.M
 		}
 		q.limit = n
 	}
-	if v, ok := c.GetQuery("types"); ok {
+	if v := c.Query("types"); v != "" {
 		for t := range strings.SplitSeq(v, ",") {
 			t = strings.TrimSpace(t)
 			if !slices.Contains(models.ChangeTypes, t) {
