@@ -58,6 +58,17 @@ func (e *env) changes(moduleID, query string) changePage {
 	return p
 }
 
+// waitChanges waits until the module's feed lists n changes. On
+// PostgreSQL a read lists a change only once no transaction on the server
+// that began before it is open, and tests in parallel hold some open;
+// once listed, a change stays where it is.
+func (e *env) waitChanges(moduleID string, n int) {
+	e.t.Helper()
+	storetest.Eventually(e.t, 30*time.Second, fmt.Sprintf("%d changes listed", n), func() bool {
+		return len(e.changes(moduleID, "limit=1000").Data) >= n
+	})
+}
+
 // sseEvent is an event read off a stream; ID alone for an id-only block.
 type sseEvent struct {
 	ID, Type, Data string
@@ -184,6 +195,7 @@ func TestChangesPage(t *testing.T) {
 		e.call("PATCH", "/api/modules/"+mod+"/records/"+a, e.admin, map[string]any{"fields": map[string]any{"stage": "done"}}).want(200)
 		e.call("DELETE", "/api/modules/"+mod+"/records/"+b, e.admin, nil).want(200)
 		want := []string{"record_created", "record_created", "record_updated", "status_change", "record_deleted"}
+		e.waitChanges(mod, len(want))
 
 		all := e.changes(mod, "")
 		if !slices.Equal(all.events(), want) {
@@ -272,9 +284,11 @@ func TestChangesExpired(t *testing.T) {
 		ctx := context.Background()
 		mod := e.createModule("orders", changeFields...)
 		e.createRecord(mod, map[string]any{"title": "a"})
+		e.waitChanges(mod, 1)
 		first := e.changes(mod, "")
 		e.createRecord(mod, map[string]any{"title": "b"})
 		e.createRecord(mod, map[string]any{"title": "c"})
+		e.waitChanges(mod, 3)
 		all := e.changes(mod, "")
 		var ids []string
 		for _, c := range all.Data[:2] {
@@ -310,6 +324,7 @@ func TestChangesStream(t *testing.T) {
 		e := newEnv(t, d)
 		mod := e.createModule("orders", changeFields...)
 		e.createRecord(mod, map[string]any{"title": "before"})
+		e.waitChanges(mod, 1)
 		s, r := e.openStream(mod, e.admin, "after=latest", "")
 		if r != nil {
 			t.Fatalf("stream: %d %s", r.status, r.body)
@@ -436,6 +451,7 @@ func TestChangesEndStreams(t *testing.T) {
 		t.Errorf("a stream after the end: %v, want 503", r)
 	}
 	b := e.createRecord(mod, map[string]any{"title": "b"})
+	e.waitChanges(mod, 2)
 	if got := e.changes(mod, "after="+last.ID); len(got.Data) != 1 || got.Data[0].Record.ID != b {
 		t.Errorf("after the last id streamed: %q, want b's creation", got.events())
 	}

@@ -51,6 +51,17 @@ func readAllChanges(t *testing.T, s *models.Store, m *models.Module, p models.Ch
 	}
 }
 
+// waitChanges waits until the module's feed lists n changes. On
+// PostgreSQL a read lists a change only once no transaction on the server
+// that began before it is open, and tests in parallel hold some open.
+func waitChanges(t *testing.T, s *models.Store, m *models.Module, n int) {
+	t.Helper()
+	storetest.Eventually(t, 30*time.Second, fmt.Sprintf("%d changes listed", n), func() bool {
+		got, _ := readAllChanges(t, s, m, models.ChangePosition{}, 100)
+		return len(got) >= n
+	})
+}
+
 func changeTypes(cs []models.Change) []string {
 	var out []string
 	for _, c := range cs {
@@ -89,6 +100,7 @@ func TestChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{"record_created v1", "record_updated v2", "status_change v2", "custom_data_updated v3", "record_deleted v4"}
+		waitChanges(t, s, m, len(want))
 		for _, limit := range []int{1, 2, 100} {
 			got, end := readAllChanges(t, s, m, models.ChangePosition{}, limit)
 			if !slices.Equal(changeTypes(got), want) {
@@ -135,6 +147,7 @@ func TestChangesCommitOutOfOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitChanges(t, s, m, 1)
 	seen, cur := readAllChanges(t, s, m, models.ChangePosition{}, 10)
 	if len(seen) != 1 || seen[0].RecordID != first.ID {
 		t.Fatalf("read %q before the race, want the one creation", changeTypes(seen))
@@ -173,7 +186,7 @@ func TestChangesCommitOutOfOrder(t *testing.T) {
 		t.Fatalf("with A open, read %d changes (%q) and moved the cursor to %+v: A's event, committed later at a lower position, would be skipped", len(held), changeTypes(held), heldCur)
 	}
 	var got []models.Change
-	storetest.Eventually(t, 5*time.Second, "both events listed", func() bool {
+	storetest.Eventually(t, 30*time.Second, "both events listed", func() bool {
 		page, _ := readAllChanges(t, s, m, cur, 10)
 		got = page
 		return len(page) >= 2
@@ -202,6 +215,7 @@ func TestChangesPurge(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		waitChanges(t, s, m, 3)
 		all, _ := readAllChanges(t, s, m, models.ChangePosition{}, 10)
 		if len(all) != 3 {
 			t.Fatalf("%d changes, want 3", len(all))
@@ -247,10 +261,10 @@ func TestChangesPurge(t *testing.T) {
 		if _, err := s.CreateRecord(ctx, m, map[string]any{"title": "after"}, nil); err != nil {
 			t.Fatal(err)
 		}
-		after, _ := readAllChanges(t, s, m, latest, 10)
-		if len(after) != 1 {
-			t.Errorf("after the purge read %d changes from the latest position, want the new one", len(after))
-		}
+		storetest.Eventually(t, 30*time.Second, "the new change listed after the purged ones", func() bool {
+			after, _ := readAllChanges(t, s, m, latest, 10)
+			return len(after) == 1
+		})
 	})
 }
 
