@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,6 +83,8 @@ type sseStream struct {
 	cancel context.CancelFunc
 	// ended is closed when the server ended the stream.
 	ended chan struct{}
+	// comments counts the comment lines read.
+	comments atomic.Int64
 }
 
 // openStream opens a change stream, waits for its headers and reads it.
@@ -145,6 +148,7 @@ func (s *sseStream) read() {
 			}
 			ev, seen = sseEvent{}, false
 		case strings.HasPrefix(line, ":"):
+			s.comments.Add(1)
 		default:
 			name, value, _ := strings.Cut(line, ":")
 			value = strings.TrimPrefix(value, " ")
@@ -454,5 +458,25 @@ func TestChangesEndStreams(t *testing.T) {
 	e.waitChanges(mod, 2)
 	if got := e.changes(mod, "after="+last.ID); len(got.Data) != 1 || got.Data[0].Record.ID != b {
 		t.Errorf("after the last id streamed: %q, want b's creation", got.events())
+	}
+}
+
+// TestChangesHeartbeat: a silent stream gets a heartbeat comment, and
+// changes its filters leave out move its last event id on, with an id
+// that dispatches no event.
+func TestChangesHeartbeat(t *testing.T) {
+	e := newEnv(t, models.SQLite, withChanges(api.ChangesOptions{Heartbeat: 50 * time.Millisecond}))
+	mod := e.createModule("orders", changeFields...)
+	s, _ := e.openStream(mod, e.admin, "types=record_deleted&after=latest", "")
+	storetest.Eventually(t, 10*time.Second, "a heartbeat", func() bool { return s.comments.Load() >= 2 })
+	e.createRecord(mod, map[string]any{"title": "left out"})
+	end := e.changes(mod, "after=latest").NextCursor
+	select {
+	case ev := <-s.events:
+		if ev.ID != end || ev.Data != "" || ev.Type != "" {
+			t.Errorf("after a change the filter left out: %+v, want only the id %q", ev, end)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no id after a change the filter left out")
 	}
 }
