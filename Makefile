@@ -42,7 +42,7 @@ bench-production: ## production shape (-tags noembedtemporal, API + 1 then 2 wor
 bench-noisy: ## noisy neighbour: tenant B's create → first webhook request while tenant A loads the same embedded service (fan-out, huge filters, a hanging receiver, a resync), a fresh service per scenario (BENCHFLAGS=-noisy-production: on the production shape, needs PostgreSQL and Redis); BEFORE=<git revision> runs each scenario on that revision's build too, in turn, and prints both (3 to 6 minutes a binary after the builds; see cmd/recordhub-bench/README.md; flags: make bench-noisy BEFORE=main BENCHFLAGS='-noisy-scenarios fanout,hanging')
 	$(GO) run ./cmd/recordhub-bench -noisy $(if $(BEFORE),-noisy-before $(BEFORE)) $(BENCHFLAGS)
 
-chaos: ## production shape under load while workers, an API replica, Temporal, Redis and PostgreSQL are killed, frozen or stopped; fails on a lost write, a missing delivery, > 1 % doubled or a row left in flight (needs initdb/pg_ctl and redis-server; about 6 minutes; flags: make chaos CHAOSFLAGS='-cycles 2 -fail-share 0.02')
+chaos: ## production shape under load while workers, an API replica, Temporal, Redis and PostgreSQL are killed, frozen or stopped; fails on a lost write, a duplicate record, a missing delivery, > 1 % doubled or a row left in flight (needs initdb/pg_ctl and redis-server; about 6 minutes; flags: make chaos CHAOSFLAGS='-cycles 2 -fail-share 0.02')
 	$(GO) run ./cmd/recordhub-chaos $(CHAOSFLAGS)
 
 clean:

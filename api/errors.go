@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -48,8 +49,27 @@ var statusOf = map[models.Kind]int{
 const unavailableRetryAfter = 2
 
 // fail writes err as an error response. Errors that are not *models.Error
-// are internal: they are logged with the request id and never shown.
+// (or *forbiddenError) are internal: they are logged with the request id
+// and never shown.
 func (s *Server) fail(c *gin.Context, err error) {
+	status, body := s.errorOf(c, err)
+	c.AbortWithStatusJSON(status, body)
+}
+
+// failAt writes err as the error response of a batch whose operation
+// index failed: fail's answer, naming the operation.
+func (s *Server) failAt(c *gin.Context, index int, err error) {
+	status, body := s.errorOf(c, err)
+	body.Index = &index
+	c.AbortWithStatusJSON(status, body)
+}
+
+// errorOf is the status and body that answer err, with the headers its
+// kind carries set on c.
+func (s *Server) errorOf(c *gin.Context, err error) (int, errorBody) {
+	if f, ok := errors.AsType[*forbiddenError](err); ok {
+		return http.StatusForbidden, forbiddenBody(c, f.required)
+	}
 	e, status := s.public(c, err)
 	switch e.Kind {
 	case models.KindUnauthorized, models.KindKeyExpired:
@@ -57,7 +77,23 @@ func (s *Server) fail(c *gin.Context, err error) {
 	case models.KindUnavailable:
 		c.Header("Retry-After", strconv.Itoa(unavailableRetryAfter))
 	}
-	c.AbortWithStatusJSON(status, errorBody{Error: string(e.Kind), Message: e.Message, RequestID: requestID(c), Details: e.Details})
+	return status, errorBody{Error: string(e.Kind), Message: e.Message, RequestID: requestID(c), Details: e.Details}
+}
+
+// forbiddenError refuses a key that lacks the required permission on a
+// module of its own tenant (403 forbidden, naming it).
+type forbiddenError struct{ required string }
+
+func (e *forbiddenError) Error() string {
+	return fmt.Sprintf("the API key lacks the %q permission", e.required)
+}
+
+// forbiddenBody is the body of a 403 forbidden.
+func forbiddenBody(c *gin.Context, required string) errorBody {
+	return errorBody{
+		Error: codeForbidden, Message: (&forbiddenError{required}).Error(),
+		RequestID: requestID(c), Required: required,
+	}
 }
 
 // public returns what callers may see of err, and its status; an internal

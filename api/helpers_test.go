@@ -605,6 +605,10 @@ func (unlimited) Allow(context.Context, string, int) (ratelimit.Result, error) {
 	return ratelimit.Result{Allowed: true, Limit: 1 << 30, Remaining: 1 << 30}, nil
 }
 
+func (unlimited) AllowN(context.Context, string, int, int) (ratelimit.Result, error) {
+	return ratelimit.Result{Allowed: true, Limit: 1 << 30, Remaining: 1 << 30}, nil
+}
+
 func newInboundServer(tb testing.TB, d models.Dialect) *inboundServer {
 	tb.Helper()
 	store := storetest.Open(tb, d)

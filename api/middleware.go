@@ -283,10 +283,9 @@ func bearer(h string) (string, bool) {
 // the service, and a broken limiter must not take the API down with it.
 func (s *Server) rateLimit(c *gin.Context) {
 	k := callOf(c).key
-	res, err := s.limiter.Allow(c.Request.Context(), "key:"+k.ID, k.RateLimitPerMinute)
+	res, err := s.limiter.Allow(c.Request.Context(), limitKey(k), k.RateLimitPerMinute)
 	if err != nil {
-		s.metrics.limiterErrors.Inc()
-		s.log.WarnContext(c.Request.Context(), "rate limiter failed; letting the request through", "request_id", requestID(c), "error", err)
+		s.limiterFailed(c, err)
 		c.Next()
 		return
 	}
@@ -294,6 +293,16 @@ func (s *Server) rateLimit(c *gin.Context) {
 		return
 	}
 	c.Next()
+}
+
+// limitKey names a key's budget in the limiter.
+func limitKey(k *models.APIKey) string { return "key:" + k.ID }
+
+// limiterFailed notes a limiter that failed; the request it was asked
+// about passes.
+func (s *Server) limiterFailed(c *gin.Context, err error) {
+	s.metrics.limiterErrors.Inc()
+	s.log.WarnContext(c.Request.Context(), "rate limiter failed; letting the request through", "request_id", requestID(c), "error", err)
 }
 
 // applyLimit sets the rate-limit headers and, when the budget is spent,
@@ -326,10 +335,7 @@ func (s *Server) requireAdmin(c *gin.Context) {
 }
 
 func forbidden(c *gin.Context, required string) {
-	c.AbortWithStatusJSON(http.StatusForbidden, errorBody{
-		Error: codeForbidden, Message: fmt.Sprintf("the API key lacks the %q permission", required),
-		RequestID: requestID(c), Required: required,
-	})
+	c.AbortWithStatusJSON(http.StatusForbidden, forbiddenBody(c, required))
 }
 
 // noStore marks the answers of a route that answers a credential (an API

@@ -50,17 +50,23 @@ func (s *Server) checkPathIDs(c *gin.Context) {
 		if strings.HasPrefix(v, kind.prefix) {
 			continue
 		}
-		shown := "that id"
-		if echoable(v) {
-			shown = "id " + strconv.Quote(v)
-		}
 		// Answered before the route's own handlers run, noStore among
 		// them: such a refusal is not kept either.
 		c.Header("Cache-Control", "no-store")
-		failCode(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("no %s with %s; %s", kind.noun, shown, kind.hint))
+		failCode(c, http.StatusNotFound, codeNotFound, kind.refusal(v))
 		return
 	}
 	c.Next()
+}
+
+// refusal is the message of the 404 that answers v, a path value without
+// the prefix of k's ids.
+func (k pathID) refusal(v string) string {
+	shown := "that id"
+	if echoable(v) {
+		shown = "id " + strconv.Quote(v)
+	}
+	return fmt.Sprintf("no %s with %s; %s", k.noun, shown, k.hint)
 }
 
 // echoable reports whether a path value may be quoted back: a short,

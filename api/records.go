@@ -1,6 +1,9 @@
 package api
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -37,22 +40,32 @@ func (s *Server) listModules(c *gin.Context) {
 }
 
 // moduleFor loads the path's module and checks the key may take action on
-// it: another tenant's module is 404, exactly like a missing one, and the
-// permission is checked only after the module is known to be the tenant's.
+// it (moduleAccess), answering the refusal itself.
 func (s *Server) moduleFor(c *gin.Context, action string) (*models.Module, bool) {
 	cl := callOf(c)
 	id := c.Param("id")
 	cl.moduleID = id
-	m, err := s.store.GetModule(c.Request.Context(), cl.key.TenantID, id)
+	m, err := s.moduleAccess(c.Request.Context(), cl.key, id, action)
 	if err != nil {
 		s.fail(c, err)
 		return nil, false
 	}
-	if !cl.key.Can(m.ID, action) {
-		forbidden(c, action)
-		return nil, false
-	}
 	return m, true
+}
+
+// moduleAccess loads module id of k's tenant and checks k may take action
+// on it: another tenant's module is not found, exactly like a missing one,
+// and the permission is checked only after the module is known to be the
+// tenant's (a *forbiddenError).
+func (s *Server) moduleAccess(ctx context.Context, k *models.APIKey, id, action string) (*models.Module, error) {
+	m, err := s.store.GetModule(ctx, k.TenantID, id)
+	if err != nil {
+		return nil, err
+	}
+	if !k.Can(m.ID, action) {
+		return nil, &forbiddenError{required: action}
+	}
+	return m, nil
 }
 
 // checkModuleAccess answers 404 or 403 for a key that lacks action on the
@@ -157,11 +170,6 @@ func (s *Server) getRecord(c *gin.Context) {
 	writeRecordViews(c, []models.RecordView{*r}, nil)
 }
 
-func writeRecord(c *gin.Context, status int, r *models.Record) {
-	c.Header("ETag", etag(r.Version))
-	c.JSON(status, recordOut(r))
-}
-
 func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
 
 func (s *Server) createRecord(c *gin.Context) {
@@ -173,13 +181,7 @@ func (s *Server) createRecord(c *gin.Context) {
 	if !s.readJSON(c, &in, false) {
 		return
 	}
-	r, err := s.store.CreateRecord(c.Request.Context(), m, in.Fields, in.CustomData)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	c.Header("Location", "/api/modules/"+m.ID+"/records/"+r.ID)
-	writeRecord(c, http.StatusCreated, r)
+	s.answerChange(c, recordChange{method: http.MethodPost, module: m, in: in})
 }
 
 func (s *Server) updateRecord(c *gin.Context) {
@@ -196,13 +198,7 @@ func (s *Server) updateRecord(c *gin.Context) {
 	if !s.readJSON(c, &in, false) {
 		return
 	}
-	r, _, err := s.store.UpdateRecord(c.Request.Context(), m, c.Param("recordId"),
-		models.RecordPatch{Fields: in.Fields, CustomData: in.CustomData}, ifMatch)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	writeRecord(c, http.StatusOK, r)
+	s.answerChange(c, recordChange{method: http.MethodPatch, module: m, recordID: c.Param("recordId"), in: in, ifMatch: ifMatch})
 }
 
 // parseIfMatch reads If-Match: "<version>" (a weak W/ tag and a bare number
@@ -226,10 +222,132 @@ func (s *Server) deleteRecord(c *gin.Context) {
 	if !ok {
 		return
 	}
-	r, err := s.store.DeleteRecord(c.Request.Context(), m, c.Param("recordId"))
+	s.answerChange(c, recordChange{method: http.MethodDelete, module: m, recordID: c.Param("recordId")})
+}
+
+// recordChange is one write of a record, checked and read but not yet
+// applied: what a record route and an operation of a batch both run.
+type recordChange struct {
+	// method is POST (create), PATCH (merge patch) or DELETE.
+	method   string
+	module   *models.Module
+	recordID string      // PATCH and DELETE
+	in       recordInput // POST and PATCH
+	ifMatch  *int64      // PATCH: the version the record must be at
+}
+
+// recordAnswer is what a record write answers, whether as a route's
+// response or as a batch's item.
+type recordAnswer struct {
+	status         int
+	etag, location string // empty when the answer has none
+	body           any
+}
+
+// changeRecord applies ch with ctx, in ctx's transaction when it is in
+// one: it does store work only, so that a batch may run it on SQLite's
+// committer (models.Store.Atomically).
+func (s *Server) changeRecord(ctx context.Context, ch recordChange) (recordAnswer, error) {
+	switch ch.method {
+	case http.MethodPost:
+		r, err := s.store.CreateRecord(ctx, ch.module, ch.in.Fields, ch.in.CustomData)
+		if err != nil {
+			return recordAnswer{}, err
+		}
+		return createdAnswer(ch.module, r), nil
+	case http.MethodPatch:
+		r, _, err := s.store.UpdateRecord(ctx, ch.module, ch.recordID,
+			models.RecordPatch{Fields: ch.in.Fields, CustomData: ch.in.CustomData}, ch.ifMatch)
+		if err != nil {
+			return recordAnswer{}, err
+		}
+		return recordAnswer{status: http.StatusOK, etag: etag(r.Version), body: recordOut(r)}, nil
+	case http.MethodDelete:
+		r, err := s.store.DeleteRecord(ctx, ch.module, ch.recordID)
+		if err != nil {
+			return recordAnswer{}, err
+		}
+		return recordAnswer{status: http.StatusOK, body: deletedJSON{ID: r.ID, Deleted: true}}, nil
+	}
+	return recordAnswer{}, fmt.Errorf("change record: no change of method %s", ch.method)
+}
+
+// applyChanges applies chs in order with ctx, as changeRecord applies
+// each, but a run of creates in one module together
+// (models.Store.CreateRecords: three statements for the run instead of
+// three a record). An error names the change that failed (*changeError).
+func (s *Server) applyChanges(ctx context.Context, chs []recordChange) ([]recordAnswer, error) {
+	answers := make([]recordAnswer, 0, len(chs))
+	for i := 0; i < len(chs); {
+		run := creates(chs[i:])
+		if run < 2 {
+			a, err := s.changeRecord(ctx, chs[i])
+			if err != nil {
+				return nil, &changeError{index: i, err: err}
+			}
+			answers = append(answers, a)
+			i++
+			continue
+		}
+		m := chs[i].module
+		values := make([]models.RecordValues, run)
+		for j, ch := range chs[i : i+run] {
+			values[j] = models.RecordValues{Fields: ch.in.Fields, CustomData: ch.in.CustomData}
+		}
+		recs, err := s.store.CreateRecords(ctx, m, values)
+		if item, ok := errors.AsType[*models.ItemError](err); ok {
+			return nil, &changeError{index: i + item.Index, err: item.Err}
+		}
+		if err != nil {
+			return nil, &changeError{index: i, err: err}
+		}
+		for _, r := range recs {
+			answers = append(answers, createdAnswer(m, r))
+		}
+		i += run
+	}
+	return answers, nil
+}
+
+// creates is how many changes chs starts with that create records in one
+// module.
+func creates(chs []recordChange) int {
+	n := 0
+	for n < len(chs) && chs[n].method == http.MethodPost && chs[n].module.ID == chs[0].module.ID {
+		n++
+	}
+	return n
+}
+
+// changeError is the error of the change index of several (applyChanges).
+type changeError struct {
+	index int
+	err   error
+}
+
+func (e *changeError) Error() string { return fmt.Sprintf("change %d: %v", e.index, e.err) }
+
+func (e *changeError) Unwrap() error { return e.err }
+
+func createdAnswer(m *models.Module, r *models.Record) recordAnswer {
+	return recordAnswer{
+		status: http.StatusCreated, etag: etag(r.Version),
+		location: "/api/modules/" + m.ID + "/records/" + r.ID, body: recordOut(r),
+	}
+}
+
+// answerChange applies ch and answers it, or its error.
+func (s *Server) answerChange(c *gin.Context, ch recordChange) {
+	a, err := s.changeRecord(c.Request.Context(), ch)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, deletedJSON{ID: r.ID, Deleted: true})
+	if a.location != "" {
+		c.Header("Location", a.location)
+	}
+	if a.etag != "" {
+		c.Header("ETag", a.etag)
+	}
+	c.JSON(a.status, a.body)
 }

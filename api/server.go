@@ -19,9 +19,11 @@ import (
 	"github.com/recordhub/recordhub/models"
 )
 
-// Limiter takes one request from a per-minute budget.
+// Limiter takes requests from a per-minute budget: one for each call,
+// and n more at once, or none, for a batch of n operations.
 type Limiter interface {
 	Allow(ctx context.Context, key string, perMinute int) (ratelimit.Result, error)
+	AllowN(ctx context.Context, key string, perMinute, n int) (ratelimit.Result, error)
 }
 
 // LogSink takes access-log rows without blocking; false means dropped.
@@ -208,6 +210,7 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	records.PATCH("/:recordId", s.updateRecord)
 	records.DELETE("/:recordId", s.deleteRecord)
 	authed.GET("/modules/:id/changes", s.checkPathIDs, s.takes("after", "limit", "types", "filter[]"), s.changes)
+	authed.POST("/batch", s.takes(), s.batch)
 
 	admin := authed.Group("/admin", s.requireAdmin, s.checkPathIDs)
 	// Routes whose answers hold a credential go through noStore.

@@ -42,6 +42,8 @@ type errorBody struct {
 	Required   string              `json:"required,omitempty"`
 	Limit      int                 `json:"limit,omitempty"`
 	RetryAfter int                 `json:"retry_after,omitempty"`
+	// Index names the operation of a batch that failed (from 0).
+	Index *int `json:"index,omitempty"`
 }
 
 // unknownQueryBody refuses a query parameter the route does not take:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"gorm.io/gorm"
 )
@@ -20,6 +21,9 @@ type ambientKey struct{}
 // ambient is the transaction that writes made with a context join.
 type ambient struct {
 	tx *gorm.DB
+	// depth counts the nested calls of Atomically under way, which name
+	// their savepoints by it.
+	depth int
 }
 
 // ambientTx returns the transaction ctx's writes join, or nil.
@@ -43,7 +47,12 @@ func (e errPanicked) Error() string { return fmt.Sprintf("panic in transaction: 
 // Atomically runs fn in one transaction: every write the store makes with
 // the context fn is given joins it, and it commits when fn returns nil and
 // rolls back when fn returns an error, which Atomically returns. Called
-// with a context already in a transaction, fn joins that one.
+// with a context already in a transaction, fn joins that one, inside a
+// savepoint: when fn fails, its own writes are undone and the outer
+// transaction goes on, usable (on PostgreSQL a failed statement would
+// otherwise abort it), for its caller to commit or not. So a batch that
+// fails inside an idempotent write's transaction leaves nothing of itself
+// whatever the write then stores.
 //
 // On SQLite fn runs on the goroutine that commits every write of the
 // process, so fn must not wait on anything but the store (read a request's
@@ -51,8 +60,8 @@ func (e errPanicked) Error() string { return fmt.Sprintf("panic in transaction: 
 // the context it is given: a write made with another context would wait
 // for the transaction fn is in.
 func (s *Store) Atomically(ctx context.Context, fn func(ctx context.Context) error) error {
-	if InTransaction(ctx) {
-		return fn(ctx)
+	if a, ok := ctx.Value(ambientKey{}).(*ambient); ok {
+		return a.nested(ctx, fn)
 	}
 	run := func(tx *gorm.DB) (err error) {
 		defer func() {
@@ -72,6 +81,38 @@ func (s *Store) Atomically(ctx context.Context, fn func(ctx context.Context) err
 		s.eventsWritten()
 	}
 	return err
+}
+
+// nested runs fn in a savepoint of a's transaction, undone when fn fails
+// or panics.
+func (a *ambient) nested(ctx context.Context, fn func(ctx context.Context) error) error {
+	a.depth++
+	defer func() { a.depth-- }()
+	sp := "atomically_" + strconv.Itoa(a.depth)
+	if err := a.tx.SavePoint(sp).Error; err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	undo := func() error {
+		if err := a.tx.RollbackTo(sp).Error; err != nil {
+			return fmt.Errorf("rollback to savepoint: %w", err)
+		}
+		return nil
+	}
+	panicked := true
+	defer func() {
+		if panicked {
+			_ = undo()
+		}
+	}()
+	err := fn(ctx)
+	panicked = false
+	if err != nil {
+		return errors.Join(err, undo())
+	}
+	if err := a.tx.Exec("RELEASE SAVEPOINT " + sp).Error; err != nil {
+		return fmt.Errorf("release savepoint: %w", err)
+	}
+	return nil
 }
 
 // writer is the handle a single-statement write uses: the context's

@@ -140,3 +140,61 @@ func TestAtomically(t *testing.T) {
 		}
 	})
 }
+
+// TestAtomicallyNestedFailure: a nested call that fails undoes its own
+// writes only; the outer transaction goes on and commits the rest.
+func TestAtomicallyNestedFailure(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d models.Dialect) {
+		ctx := context.Background()
+		s := storetest.Open(t, d)
+		tenantID, _ := newTenant(t, s)
+		fields := []models.Field{{Name: "n", Type: models.TypeInteger, Required: true}}
+		slug, name := "things", "Things"
+		m, err := s.CreateModule(ctx, tenantID, models.ModuleInput{Slug: &slug, Name: &name, Fields: &fields})
+		if err != nil {
+			t.Fatal(err)
+		}
+		boom := errors.New("boom")
+		var kept []string
+		err = s.Atomically(ctx, func(ctx context.Context) error {
+			r, err := s.CreateRecord(ctx, m, map[string]any{"n": 1}, nil)
+			if err != nil {
+				return err
+			}
+			kept = append(kept, r.ID)
+			err = s.Atomically(ctx, func(ctx context.Context) error {
+				if _, err := s.CreateRecord(ctx, m, map[string]any{"n": 2}, nil); err != nil {
+					return err
+				}
+				return boom
+			})
+			if !errors.Is(err, boom) {
+				t.Errorf("nested Atomically = %v, want its fn's error", err)
+			}
+			r, err = s.CreateRecord(ctx, m, map[string]any{"n": 3}, nil)
+			if err != nil {
+				return err
+			}
+			kept = append(kept, r.ID)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, _, err := s.ListRecords(ctx, m, models.RecordQuery{Page: models.Page{Page: 1, Limit: 10}, Sort: "created_at"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range recs {
+			got = append(got, r.ID)
+		}
+		evs, err := s.PendingEvents(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0] != kept[0] || got[1] != kept[1] || len(evs) != 2 {
+			t.Errorf("records %v and %d events after a failed nested call, want %v and 2", got, len(evs), kept)
+		}
+	})
+}

@@ -298,3 +298,47 @@ func TestChangeFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestChangesEveryWritePath: the events of every path that writes them
+// have a position, in the order they were written: a batch's creates
+// inserted together, a transaction's several changes (one txid on
+// PostgreSQL), besides the single writes the other tests make.
+func TestChangesEveryWritePath(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d models.Dialect) {
+		ctx := context.Background()
+		s := storetest.Open(t, d)
+		m := changesModule(t, s)
+		recs, err := s.CreateRecords(ctx, m, []models.RecordValues{
+			{Fields: map[string]any{"title": "a"}}, {Fields: map[string]any{"title": "b"}}, {Fields: map[string]any{"title": "c"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Atomically(ctx, func(ctx context.Context) error {
+			if err := s.LockForChange(ctx, recs[0].ID, recs[1].ID); err != nil {
+				return err
+			}
+			if _, _, err := s.UpdateRecord(ctx, m, recs[1].ID, models.RecordPatch{Fields: map[string]any{"stage": "b"}}, nil); err != nil {
+				return err
+			}
+			_, err := s.DeleteRecord(ctx, m, recs[0].ID)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"record_created v1", "record_created v1", "record_created v1", "record_updated v2", "status_change v2", "record_deleted v2"}
+		waitChanges(t, s, m, len(want))
+		got, _ := readAllChanges(t, s, m, models.ChangePosition{}, 100)
+		if !slices.Equal(changeTypes(got), want) {
+			t.Errorf("changes %q, want %q", changeTypes(got), want)
+		}
+		var ids []string
+		for _, c := range got[:3] {
+			ids = append(ids, c.RecordID)
+		}
+		if want := []string{recs[0].ID, recs[1].ID, recs[2].ID}; !slices.Equal(ids, want) {
+			t.Errorf("the batch's creates in the order %q, want %q", ids, want)
+		}
+	})
+}

@@ -18,6 +18,10 @@
 //		Fields: map[string]any{"title": "hello"},
 //	})
 //
+// Several record writes that must be applied together, or not at all, go
+// in one Batch (CreateOp, UpdateOp, DeleteOp); a failing operation's error
+// names it in Error.Index.
+//
 // Lists come a page at a time (QueryRecords, ListDeliveries, …) or as
 // iterators that follow the pages to the end (Records, Deliveries,
 // AccessLogs): range over them with two variables, and stop at the first
@@ -34,7 +38,9 @@
 // Transient. WithRetries has the client repeat, itself, the requests that
 // are safe to repeat: after a 429 or 503 (waiting Retry-After, capped by
 // WithMaxRetryWait) or no answer, a GET, HEAD or DELETE, and a POST or
-// PATCH that carries an Idempotency-Key. Such a key is made for every
+// PATCH that carries an Idempotency-Key; such a write is also repeated
+// after a 409 with Retry-After, which answers a repeat that arrived while
+// the server still ran the write's first try. Such a key is made for every
 // write by WithIdempotencyKeys, or given for one write by IdempotencyKey;
 // the client sends the same key on each retry of the write, so that a
 // server that honours the header applies it once.

@@ -26,6 +26,9 @@ type Error struct {
 	// does not take them; Allowed those it takes.
 	Unknown []string `json:"unknown,omitempty"`
 	Allowed []string `json:"allowed,omitempty"`
+	// Index names the operation of a batch whose error this is (from 0);
+	// nil when the error is not one operation's (Client.Batch).
+	Index *int `json:"index,omitempty"`
 	// RetryAfter is the wait a 429 or 503 asked for in its Retry-After
 	// header; 0 when it did not say.
 	RetryAfter time.Duration `json:"-"`
@@ -58,9 +61,13 @@ func (e *Error) Error() string {
 }
 
 // Summary is Error without the request id: "code: message; field:
-// message …", for callers that add their own advice before it.
+// message …", after "operation <index>: " for a batch's operation, for
+// callers that add their own advice before it.
 func (e *Error) Summary() string {
 	var b strings.Builder
+	if e.Index != nil {
+		fmt.Fprintf(&b, "operation %d: ", *e.Index)
+	}
 	fmt.Fprintf(&b, "%s: %s", e.Code, e.Message)
 	for _, d := range e.Details {
 		fmt.Fprintf(&b, "; %s: %s", d.Field, d.Message)

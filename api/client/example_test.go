@@ -127,6 +127,52 @@ func ExampleError() {
 	// 412 precondition_failed
 }
 
+// Batch applies several writes in one transaction, all or none: a failing
+// operation's error names its index, and nothing of the batch is kept.
+func ExampleClient_Batch() {
+	ctx := context.Background()
+	c := client.New(baseURL, adminKey)
+	m, err := c.CreateModule(ctx, client.ModuleInput{
+		Slug: "stock", Name: "Stock",
+		Fields: []client.Field{{Name: "sku", Type: "string", Required: true}, {Name: "count", Type: "integer"}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := c.Batch(ctx, []client.BatchOp{
+		client.CreateOp(m.ID, client.RecordInput{Fields: map[string]any{"sku": "A-1", "count": 3}}),
+		client.CreateOp(m.ID, client.RecordInput{Fields: map[string]any{"sku": "B-2", "count": 5}}),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range res {
+		fmt.Println(r.Status, r.Record.Fields["sku"], r.ETag)
+	}
+
+	_, err = c.Batch(ctx, []client.BatchOp{
+		client.UpdateOp(m.ID, res[0].Record.ID, client.RecordPatch{Fields: map[string]any{"count": 2}}),
+		client.UpdateOp(m.ID, res[1].Record.ID, client.RecordPatch{Fields: map[string]any{"count": "many"}}),
+	})
+	var apiErr *client.Error
+	if errors.As(err, &apiErr) && apiErr.Index != nil {
+		fmt.Println(apiErr.Code, "at operation", *apiErr.Index)
+	}
+	rec, err := c.GetRecord(ctx, m.ID, res[0].Record.ID)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(rec.Fields["count"], rec.Version)
+	// Output:
+	// 201 A-1 "1"
+	// 201 B-2 "1"
+	// validation_failed at operation 1
+	// 3 1
+}
+
 // FollowChanges follows a module's changes live, resuming by itself after
 // a disconnect: here from where the feed ended before a record was
 // written, until its first change.

@@ -26,7 +26,9 @@ const firstBackoff = 250 * time.Millisecond
 // WithRetries has the client send a request again, up to n more times,
 // after a 429 or a 503 (waiting the answer's Retry-After, capped by
 // WithMaxRetryWait) or when it got no answer (a *TransportError, after a
-// doubling backoff from 250ms) — but only a request that is safe to
+// doubling backoff from 250ms), and a write with an Idempotency-Key after
+// a 409 with Retry-After (the server is still running the write's first
+// try under that key) — but only a request that is safe to
 // repeat: a GET, HEAD or DELETE always, a POST or PATCH only when it
 // carries an Idempotency-Key (WithIdempotencyKeys, IdempotencyKey). A
 // POST without one that broke mid-way may have been applied, so it comes
@@ -109,11 +111,20 @@ func (c *Client) retryAfter(ctx context.Context, method, idemKey string, try int
 		return backoff, true
 	}
 	var e *Error
-	if errors.As(err, &e) && (e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable) {
+	if !errors.As(err, &e) {
+		return 0, false
+	}
+	switch {
+	case e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable:
 		if e.RetryAfter > 0 {
 			return min(e.RetryAfter, c.maxWait), true
 		}
 		return backoff, true
+	case e.Status == http.StatusConflict && idemKey != "" && e.RetryAfter > 0:
+		// The write's first try, under the same key, is still running on
+		// the server: its outcome will be answered to a later try. A 409
+		// without Retry-After is a real conflict, the same on every try.
+		return min(e.RetryAfter, c.maxWait), true
 	}
 	return 0, false
 }

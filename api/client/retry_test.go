@@ -41,13 +41,22 @@ func (s *seen) got() (reqs, keys []string) {
 // then a created record.
 func unavailableOnce(t *testing.T, after string) (*httptest.Server, *seen) {
 	t.Helper()
+	return failOnce(t, http.StatusServiceUnavailable, `{"error":"unavailable","message":"the database cannot be reached; retry later","request_id":"req_1"}`, after)
+}
+
+// failOnce answers the first request status with body and Retry-After:
+// after (none when empty), then a created record.
+func failOnce(t *testing.T, status int, body, after string) (*httptest.Server, *seen) {
+	t.Helper()
 	s := &seen{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if s.add(r) == 1 {
-			w.Header().Set("Retry-After", after)
-			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte(`{"error":"unavailable","message":"the database cannot be reached; retry later","request_id":"req_1"}`))
+			if after != "" {
+				w.Header().Set("Retry-After", after)
+			}
+			w.WriteHeader(status)
+			w.Write([]byte(body))
 			return
 		}
 		w.WriteHeader(http.StatusCreated)
@@ -175,5 +184,50 @@ func TestRetryStopsWithContext(t *testing.T) {
 	}
 	if reqs, _ := s.got(); len(reqs) != 1 {
 		t.Errorf("requests %q, want one", reqs)
+	}
+}
+
+// TestRetryConflictWhileRunning: a keyed write answered 409 with
+// Retry-After (its first try still runs under the key) is sent again with
+// the same key; a 409 without Retry-After, or to a write without a key, is
+// a conflict the caller must see.
+func TestRetryConflictWhileRunning(t *testing.T) {
+	const running = `{"error":"conflict","message":"a request with this Idempotency-Key is still running","request_id":"req_1"}`
+	tests := []struct {
+		name      string
+		after     string
+		key       string
+		wantTries int
+	}{
+		{"keyed, with Retry-After", "1", "order-42", 2},
+		{"keyed, without Retry-After", "", "order-42", 1},
+		{"without a key", "1", "", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, s := failOnce(t, http.StatusConflict, running, tt.after)
+			c := client.New(srv.URL, "k", client.WithRetries(3), client.WithMaxRetryWait(10*time.Millisecond))
+			ctx := context.Background()
+			if tt.key != "" {
+				ctx = client.IdempotencyKey(ctx, tt.key)
+			}
+			_, err := c.CreateRecord(ctx, "mod_1", client.RecordInput{})
+			reqs, keys := s.got()
+			if len(reqs) != tt.wantTries {
+				t.Fatalf("requests %q, want %d", reqs, tt.wantTries)
+			}
+			for i, k := range keys {
+				if k != tt.key {
+					t.Errorf("try %d: Idempotency-Key %q, want %q", i+1, k, tt.key)
+				}
+			}
+			var e *client.Error
+			switch {
+			case tt.wantTries > 1 && err != nil:
+				t.Errorf("create: %v, want the record of the second try", err)
+			case tt.wantTries == 1 && (!errors.As(err, &e) || e.Status != http.StatusConflict):
+				t.Errorf("create: %v, want the 409", err)
+			}
+		})
 	}
 }

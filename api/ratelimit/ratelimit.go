@@ -56,9 +56,20 @@ func NewMemory(now func() time.Time) *Memory {
 }
 
 // Allow takes one request from key's budget of perMinute requests a minute.
-func (m *Memory) Allow(_ context.Context, key string, perMinute int) (Result, error) {
+func (m *Memory) Allow(ctx context.Context, key string, perMinute int) (Result, error) {
+	return m.AllowN(ctx, key, perMinute, 1)
+}
+
+// AllowN takes n requests at once from key's budget of perMinute requests
+// a minute, or none: a refused call spends nothing, so that a caller that
+// needs n (a batch of n operations) is not left with part of them taken.
+// n above perMinute is never allowed.
+func (m *Memory) AllowN(_ context.Context, key string, perMinute, n int) (Result, error) {
 	if perMinute < 1 {
 		return Result{}, fmt.Errorf("limit must be at least 1, got %d", perMinute)
+	}
+	if n < 1 {
+		return Result{}, fmt.Errorf("requests taken must be at least 1, got %d", n)
 	}
 	now := m.now()
 	sh := &m.shards[maphash.String(m.seed, key)%uint64(len(m.shards))]
@@ -72,7 +83,7 @@ func (m *Memory) Allow(_ context.Context, key string, perMinute int) (Result, er
 	if tat.Before(now) {
 		tat = now
 	}
-	newTAT := tat.Add(interval)
+	newTAT := tat.Add(interval * time.Duration(n))
 	diff := now.Sub(newTAT.Add(-burstOffset))
 	// Test the sign of diff itself: integer division truncates toward zero,
 	// so a diff just below zero would give 0 remaining and let one request
@@ -127,13 +138,25 @@ func NewRedis(client *redis.Client, prefix string) *Redis {
 
 // Allow takes one request from key's budget of perMinute requests a minute.
 func (r *Redis) Allow(ctx context.Context, key string, perMinute int) (Result, error) {
+	return r.AllowN(ctx, key, perMinute, 1)
+}
+
+// AllowN takes n requests at once from key's budget, or none, as
+// Memory.AllowN does.
+func (r *Redis) AllowN(ctx context.Context, key string, perMinute, n int) (Result, error) {
+	if perMinute < 1 {
+		return Result{}, fmt.Errorf("limit must be at least 1, got %d", perMinute)
+	}
+	if n < 1 {
+		return Result{}, fmt.Errorf("requests taken must be at least 1, got %d", n)
+	}
 	timeout := r.Timeout
 	if timeout <= 0 {
 		timeout = DefaultRedisTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := r.l.Allow(ctx, r.prefix+key, redis_rate.PerMinute(perMinute))
+	res, err := r.l.AllowN(ctx, r.prefix+key, redis_rate.PerMinute(perMinute), n)
 	if err != nil {
 		return Result{}, fmt.Errorf("redis rate limit: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 // limiter is what both implementations offer.
 type limiter interface {
 	Allow(ctx context.Context, key string, perMinute int) (ratelimit.Result, error)
+	AllowN(ctx context.Context, key string, perMinute, n int) (ratelimit.Result, error)
 }
 
 // fakeClock is a clock that moves only when told to.
@@ -302,4 +303,55 @@ func redisLimiter(t *testing.T, prefix string) *ratelimit.Redis {
 	l := ratelimit.NewRedis(storetest.Redis(t), prefix)
 	l.Timeout = time.Second
 	return l
+}
+
+// allowN checks AllowN on a budget of 10 a minute: n requests are taken
+// at once or none, so a refused batch leaves the budget as it was, and
+// more than the whole budget is never allowed.
+func allowN(t *testing.T, l limiter) {
+	t.Helper()
+	ctx := context.Background()
+	take := func(key string, n int) ratelimit.Result {
+		t.Helper()
+		res, err := l.AllowN(ctx, key, 10, n)
+		if err != nil {
+			t.Fatalf("AllowN(%d): %v", n, err)
+		}
+		return res
+	}
+	type step struct {
+		n         int
+		allowed   bool
+		remaining int
+	}
+	var got, want []step
+	for _, s := range []step{{5, true, 5}, {6, false, 0}, {5, true, 0}, {1, false, 0}} {
+		res := take("k", s.n)
+		got = append(got, step{s.n, res.Allowed, res.Remaining})
+		want = append(want, s)
+		if !res.Allowed && res.RetryAfter <= 0 {
+			t.Errorf("AllowN(%d) refused with retry after %v, want more than 0", s.n, res.RetryAfter)
+		}
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(step{})); diff != "" {
+		t.Errorf("AllowN steps (-want +got):\n%s", diff)
+	}
+	if res := take("big", 11); res.Allowed {
+		t.Errorf("AllowN(11) of a budget of 10 allowed: %+v", res)
+	}
+	if res := take("big", 10); !res.Allowed || res.Remaining != 0 {
+		t.Errorf("AllowN(10) after a refused AllowN(11) = %+v, want allowed with 0 remaining (the refusal spent nothing)", res)
+	}
+	if _, err := l.AllowN(ctx, "k", 10, 0); err == nil {
+		t.Error("AllowN(0): no error")
+	}
+}
+
+func TestMemoryAllowN(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	allowN(t, ratelimit.NewMemory(clock.Now))
+}
+
+func TestRedisAllowN(t *testing.T) {
+	allowN(t, redisLimiter(t, redisPrefix()))
 }

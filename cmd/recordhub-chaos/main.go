@@ -7,7 +7,9 @@
 // of its own; two `serve --role api` replicas and two `serve --role worker`
 // processes; and a receiver in its own process that records every request.
 // Two tenants, each with a module and an endpoint on the receiver, create
-// records at a steady rate over both replicas while, one after the other
+// records at a steady rate over both replicas, each write under one
+// Idempotency-Key that it keeps across its retries (load.go), while, one
+// after the other
 // (each -every after the previous one ended), a worker and an API replica
 // are killed with SIGKILL and started again, Temporal is killed and started
 // again, Redis is down for 10 s, a worker is frozen with SIGSTOP for 45 s,
@@ -16,11 +18,13 @@
 // orchestrator would, and says so.
 //
 // Then the load stops, the harness waits until the stack is quiet and
-// prints writes acknowledged and lost, deliveries missing and doubled,
-// attempt rows left in flight, rows against the requests the receiver saw,
-// and commit → first request latency. It exits 1 unless no acknowledged
-// write was lost, no delivery is missing, at most 1 % were doubled, no row
-// is left in flight, and every request the receiver saw has its row.
+// prints writes acknowledged, unacknowledged (applied or not) and lost,
+// duplicate records, deliveries missing and doubled, attempt rows left in
+// flight, rows against the requests the receiver saw, and commit → first
+// request latency. It exits 1 unless no acknowledged write was lost, no
+// write left more than one record, no delivery is missing, at most 1 %
+// were doubled, no row is left in flight, and every request the receiver
+// saw has its row.
 //
 // Run it with `make chaos` from the repository root (CHAOSFLAGS='-cycles 2').
 package main
@@ -136,11 +140,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) (code int, err er
 	defer stopSupervisor()
 	s.supervise(superCtx, logf)
 
-	loadCtx, stopLoad := context.WithCancel(ctx)
+	stopLoad := make(chan struct{})
 	l := newLoader(tenants, s.apis, o.rate)
 	loaded := make(chan struct{})
 	go func() {
-		l.run(loadCtx)
+		l.run(ctx, stopLoad)
 		close(loaded)
 	}()
 	logf("load: 2 tenants × %.0f creates/s over %d API replicas; first fault in %s", o.rate, len(s.apis), o.warmUp)
@@ -150,7 +154,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (code int, err er
 		}
 		return sleep(ctx, o.tail)
 	}()
-	stopLoad()
+	close(stopLoad)
+	logf("load stopping: waiting for the writes under way, each to its answer or its %s bound", writeBound)
 	<-loaded
 	if faultErr != nil {
 		return 1, faultErr
@@ -170,7 +175,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (code int, err er
 		return 1, err
 	}
 	v := judge(obs)
-	report(stdout, o, v, q, settled, obs.Rows, l.skipped.Load())
+	report(stdout, o, v, q, settled, obs.Rows, l.skipped.Load(), l.maxInFlight)
 	if len(v.Failures) > 0 {
 		return 1, nil
 	}

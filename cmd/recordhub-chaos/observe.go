@@ -109,7 +109,7 @@ func (s *stack) probe(ctx context.Context, c client.Client, tenants []tenant) (q
 // observe reads what the database holds and joins it to what the load and
 // the receiver saw.
 func (s *stack) observe(ctx context.Context, tenants []tenant, writes []write) (observations, error) {
-	o := observations{Writes: writes, Records: map[string]bool{}, Requests: s.receiver.seen()}
+	o := observations{Writes: writes, Records: map[string]int64{}, Requests: s.receiver.seen()}
 	db, err := pgx.Connect(ctx, s.pg.URL("recordhub"))
 	if err != nil {
 		return o, err
@@ -117,16 +117,20 @@ func (s *stack) observe(ctx context.Context, tenants []tenant, writes []write) (
 	defer db.Close(ctx)
 	modules, endpoints := ids(tenants)
 
-	rows, err := db.Query(ctx, `SELECT id FROM records WHERE module_id = ANY($1)`, modules)
+	// The write number tells which write made each record: a write
+	// without a 201 may have been applied all the same, and a write
+	// applied twice leaves two records with one number.
+	rows, err := db.Query(ctx, `SELECT id, COALESCE((custom_data->>'write')::bigint, 0) FROM records WHERE module_id = ANY($1)`, modules)
 	if err != nil {
 		return o, fmt.Errorf("read records: %w", err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	var id string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&id, &n}, func() error {
+		o.Records[id] = n
+		return nil
+	}); err != nil {
 		return o, fmt.Errorf("read records: %w", err)
-	}
-	for _, id := range ids {
-		o.Records[id] = true
 	}
 
 	rows, err = db.Query(ctx, `SELECT id, record_id, occurred_at FROM events WHERE module_id = ANY($1) AND type = 'record_created'`, modules)

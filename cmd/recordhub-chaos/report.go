@@ -10,7 +10,7 @@ import (
 )
 
 // report prints the verdict and what it was measured on.
-func report(w io.Writer, o options, v verdict, q quiet, settled bool, rows []attemptRow, skipped int64) {
+func report(w io.Writer, o options, v verdict, q quiet, settled bool, rows []attemptRow, skipped, maxInFlight int64) {
 	pass := func(ok bool) string {
 		if ok {
 			return "ok"
@@ -25,10 +25,12 @@ func report(w io.Writer, o options, v verdict, q quiet, settled bool, rows []att
 	}
 	fmt.Fprintf(w, "after the load: %s (%s)\n\n", state, q)
 
-	fmt.Fprintf(w, "writes sent            %d (%s; %d ticks skipped past %d unanswered writes)\n", v.Writes, answers(v.FailedAnswers), skipped, maxInFlightWrites)
-	fmt.Fprintf(w, "writes acknowledged    %d (201)\n", v.Acked)
+	fmt.Fprintf(w, "writes sent            %d (%d retried under their key; %s; %d ticks skipped past %d unanswered writes)\n", v.Writes, v.Retried, answers(v.FailedAnswers), skipped, maxInFlight)
+	fmt.Fprintf(w, "writes acknowledged    %d (201; %d of them replayed; the longest took %s)\n", v.Acked, v.Replayed, ms(v.LongestAck))
+	fmt.Fprintf(w, "writes unacknowledged  %d applied, %d not applied (no 201 within %s, or another answer; a record with the write's number tells)\n", v.UnackedApplied, v.UnackedNotApplied, writeBound)
 	fmt.Fprintf(w, "writes lost            %d   %s  (acknowledged, not in the database)%s\n", v.Lost, pass(v.Lost == 0), examplesOf(v.LostExamples))
-	fmt.Fprintf(w, "records committed      %d (of which %d never acknowledged: their answer was lost)\n", v.Committed, v.Unacked)
+	fmt.Fprintf(w, "duplicate records      %d   %s  (records beyond the first of one write)%s\n", v.Duplicates, pass(v.Duplicates == 0), examplesOf(v.DuplicateExamples))
+	fmt.Fprintf(w, "records committed      %d\n", v.Committed)
 	fmt.Fprintf(w, "deliveries expected    %d (record_created events of committed records)\n", v.Events)
 	fmt.Fprintf(w, "deliveries missing     %d   %s  (never answered 2xx)%s\n", v.Missing, pass(v.Missing == 0), examplesOf(v.MissingExamples))
 	fmt.Fprintf(w, "deliveries doubled     %d = %.2f %%   %s  (answered 2xx more than once; at most %.0f %%)%s\n", v.Doubled, 100*v.DoubledShare, pass(v.DoubledShare <= maxDoubledShare), 100*maxDoubledShare, examplesOf(v.DoubledExamples))

@@ -19,14 +19,21 @@ import (
 // dedupe on webhook-id).
 const maxDoubledShare = 0.01
 
-// write is one create the load sent.
+// write is one create the load sent, with all its tries.
 type write struct {
-	Tenant   string
-	Replica  string
-	At       time.Time
-	Status   int    // 0: no answer
+	Tenant string
+	// N numbers the write; the record carries it in custom_data.write.
+	N   int64
+	Key string // its Idempotency-Key, the same on every try
+	At  time.Time
+	// Took is from the first try to the last answer (or the bound).
+	Took     time.Duration
+	Tries    int
+	Replica  string // the last try's
+	Status   int    // the last answer's; 0: no answer
 	Err      string // the transport's error, when there was no answer
 	RecordID string // set on 201
+	Replayed bool   // the 201 was the first try's, answered again
 }
 
 // request is one request the receiver saw.
@@ -48,8 +55,10 @@ type attemptRow struct {
 
 // observations is everything the harness saw, once the stack was quiet.
 type observations struct {
-	Writes   []write
-	Records  map[string]bool // committed records of the load's modules, by id
+	Writes []write
+	// Records are the committed records of the load's modules: id → the
+	// write number in its custom_data (0: none).
+	Records  map[string]int64
 	Events   []event
 	Requests []request
 	Rows     []attemptRow
@@ -58,9 +67,21 @@ type observations struct {
 // verdict is what the observations add up to.
 type verdict struct {
 	Writes, Acked, Lost int
-	// FailedAnswers counts the writes without a 201, by answer.
-	FailedAnswers      map[string]int
-	Committed, Unacked int // committed records; of those, how many had no 201
+	// Replayed are the acknowledged writes whose 201 was a repeat's,
+	// answered from the first try; Retried the writes sent more than once.
+	Replayed, Retried int
+	// FailedAnswers counts the writes without a 201, by last answer.
+	FailedAnswers map[string]int
+	// Of the writes without a 201: those a record in the database carries
+	// (applied, the answer lost), and those none does.
+	UnackedApplied, UnackedNotApplied int
+	// Duplicates are records beyond the first of their write: a write
+	// applied more than once.
+	Duplicates int
+	Committed  int
+	// LongestAck is the longest an acknowledged write took, retries
+	// included.
+	LongestAck         time.Duration
 	Events             int
 	Delivered, Missing int
 	Doubled            int
@@ -78,8 +99,8 @@ type verdict struct {
 	// first, to be read beside the log of the faults.
 	Slowest []slowDelivery
 	// The first few of each kind of failure, and of the doubled.
-	LostExamples, MissingExamples, WithoutRowExamples, DoubledExamples []string
-	Failures                                                           []string // empty: the run passed
+	LostExamples, DuplicateExamples, MissingExamples, WithoutRowExamples, DoubledExamples []string
+	Failures                                                                              []string // empty: the run passed
 }
 
 // slowDelivery is one delivery and how long its first request took.
@@ -109,6 +130,9 @@ func judge(o observations) verdict {
 	if v.Lost > 0 {
 		v.Failures = append(v.Failures, fmt.Sprintf("%d acknowledged writes are not in the database", v.Lost))
 	}
+	if v.Duplicates > 0 {
+		v.Failures = append(v.Failures, fmt.Sprintf("%d duplicate records (a write applied more than once)", v.Duplicates))
+	}
 	if v.Missing > 0 {
 		v.Failures = append(v.Failures, fmt.Sprintf("%d deliveries missing", v.Missing))
 	}
@@ -124,27 +148,48 @@ func judge(o observations) verdict {
 	return v
 }
 
-// judgeWrites compares the acknowledged writes with the committed records.
+// judgeWrites compares the writes with the committed records: each
+// acknowledged write's record must be there; a write without a 201 may or
+// may not have been applied (its answer was lost, or the bound ended its
+// retries), which the records' write numbers tell; and no write may have
+// more than one record.
 func (v *verdict) judgeWrites(o observations) {
 	v.FailedAnswers = map[string]int{}
 	v.Writes = len(o.Writes)
-	acked := map[string]bool{}
+	v.Committed = len(o.Records)
+	byWrite := map[int64][]string{} // write number → its records
+	for _, id := range slices.Sorted(maps.Keys(o.Records)) {
+		if n := o.Records[id]; n != 0 {
+			byWrite[n] = append(byWrite[n], id)
+		}
+	}
 	for _, w := range o.Writes {
+		if w.Tries > 1 {
+			v.Retried++
+		}
 		if w.RecordID == "" {
 			v.FailedAnswers[answerOf(w)]++
+			if len(byWrite[w.N]) > 0 {
+				v.UnackedApplied++
+			} else {
+				v.UnackedNotApplied++
+			}
 			continue
 		}
 		v.Acked++
-		acked[w.RecordID] = true
-		if !o.Records[w.RecordID] {
+		v.LongestAck = max(v.LongestAck, w.Took)
+		if w.Replayed {
+			v.Replayed++
+		}
+		if _, ok := o.Records[w.RecordID]; !ok {
 			v.Lost++
-			v.LostExamples = appendExample(v.LostExamples, w.RecordID)
+			v.LostExamples = appendExample(v.LostExamples, fmt.Sprintf("write %d (%s)", w.N, w.RecordID))
 		}
 	}
-	v.Committed = len(o.Records)
-	for id := range o.Records {
-		if !acked[id] {
-			v.Unacked++
+	for _, n := range slices.Sorted(maps.Keys(byWrite)) {
+		if ids := byWrite[n]; len(ids) > 1 {
+			v.Duplicates += len(ids) - 1
+			v.DuplicateExamples = appendExample(v.DuplicateExamples, fmt.Sprintf("write %d: %s", n, strings.Join(ids, ", ")))
 		}
 	}
 }
@@ -167,7 +212,7 @@ func (v *verdict) judgeDeliveries(o observations) {
 	withEvent := map[string]bool{}
 	var delivered []slowDelivery
 	for _, e := range o.Events {
-		if !o.Records[e.RecordID] {
+		if _, ok := o.Records[e.RecordID]; !ok {
 			continue
 		}
 		withEvent[e.RecordID] = true

@@ -11,15 +11,17 @@ import (
 
 var t0 = time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
 
-// cleanRun is a run in which n records were written, committed, delivered
-// once each on the first attempt, 10 ms after their commit.
+// cleanRun is a run in which n records were written (write i+1 made
+// rec_<i>, at its first try), committed, delivered once each on the first
+// attempt, 10 ms after their commit.
 func cleanRun(n int) observations {
-	o := observations{Records: map[string]bool{}}
+	o := observations{Records: map[string]int64{}}
 	for i := range n {
 		rec, evt := fmt.Sprintf("rec_%03d", i), fmt.Sprintf("evt_%03d", i)
 		at := t0.Add(time.Duration(i) * 100 * time.Millisecond)
-		o.Writes = append(o.Writes, write{Tenant: "a", Replica: "api 1", At: at, Status: 201, RecordID: rec})
-		o.Records[rec] = true
+		o.Writes = append(o.Writes, write{Tenant: "a", N: int64(i + 1), Key: fmt.Sprintf("chaos-a-%d", i+1), Replica: "api 1", At: at,
+			Took: 5 * time.Millisecond, Tries: 1, Status: 201, RecordID: rec})
+		o.Records[rec] = int64(i + 1)
 		o.Events = append(o.Events, event{ID: evt, RecordID: rec, OccurredAt: at})
 		o.Requests = append(o.Requests, request{EventID: evt, Attempt: 1, RecordID: rec, Version: 1, At: at.Add(10 * time.Millisecond), Status: 204})
 		o.Rows = append(o.Rows, attemptRow{EventID: evt, Attempt: 1, Succeeded: true})
@@ -34,13 +36,13 @@ func TestJudge(t *testing.T) {
 		want   []string // substrings of the failures, in order; none: passes
 	}{
 		{"clean run", func(*observations) {}, nil},
-		{"unacknowledged writes and a retry that failed do not fail", func(o *observations) {
+		{"unacknowledged writes, applied or not, do not fail", func(o *observations) {
 			o.Writes = append(o.Writes,
-				write{Status: 0, Err: "connection refused"},
-				write{Status: 503},
+				write{N: 1001, Tries: 30, Status: 0, Err: "connection refused"},
+				write{N: 1002, Tries: 30, Status: 503},
 			)
 			// A commit whose answer was lost: committed and delivered.
-			o.Records["rec_x"] = true
+			o.Records["rec_x"] = 1001
 			o.Events = append(o.Events, event{ID: "evt_x", RecordID: "rec_x", OccurredAt: t0})
 			o.Requests = append(o.Requests, request{EventID: "evt_x", Attempt: 1, At: t0.Add(time.Second), Status: 204})
 			o.Rows = append(o.Rows, attemptRow{EventID: "evt_x", Attempt: 1, Succeeded: true})
@@ -48,6 +50,31 @@ func TestJudge(t *testing.T) {
 		{"acknowledged write lost", func(o *observations) {
 			delete(o.Records, "rec_007")
 		}, []string{"1 acknowledged writes are not in the database"}},
+		{"a replayed 201 acknowledges its write", func(o *observations) {
+			o.Writes[5].Tries, o.Writes[5].Replayed = 3, true
+		}, nil},
+		{"acknowledged write lost, though replayed", func(o *observations) {
+			o.Writes[5].Tries, o.Writes[5].Replayed = 3, true
+			delete(o.Records, "rec_005")
+		}, []string{"1 acknowledged writes are not in the database"}},
+		{"acknowledged write applied twice", func(o *observations) {
+			// Its first try was applied but its answer lost; the retry
+			// was applied again instead of replayed. Both records were
+			// delivered: only the duplicate fails.
+			o.Records["rec_dup"] = o.Records["rec_004"]
+			o.Events = append(o.Events, event{ID: "evt_dup", RecordID: "rec_dup", OccurredAt: t0})
+			o.Requests = append(o.Requests, request{EventID: "evt_dup", Attempt: 1, At: t0.Add(time.Second), Status: 204})
+			o.Rows = append(o.Rows, attemptRow{EventID: "evt_dup", Attempt: 1, Succeeded: true})
+		}, []string{"1 duplicate records"}},
+		{"unacknowledged write applied three times", func(o *observations) {
+			o.Writes = append(o.Writes, write{N: 1001, Tries: 30, Status: 503})
+			for _, id := range []string{"rec_x", "rec_y", "rec_z"} {
+				o.Records[id] = 1001
+				o.Events = append(o.Events, event{ID: "evt" + id, RecordID: id, OccurredAt: t0})
+				o.Requests = append(o.Requests, request{EventID: "evt" + id, Attempt: 1, At: t0.Add(time.Second), Status: 204})
+				o.Rows = append(o.Rows, attemptRow{EventID: "evt" + id, Attempt: 1, Succeeded: true})
+			}
+		}, []string{"2 duplicate records"}},
 		{"delivery never answered 2xx", func(o *observations) {
 			o.Requests[3].Status = 500
 			o.Rows[3] = attemptRow{EventID: "evt_003", Attempt: 1, Error: "http_status"}
@@ -115,7 +142,22 @@ func TestJudge(t *testing.T) {
 
 func TestJudgeCounts(t *testing.T) {
 	o := cleanRun(10)
-	o.Writes = append(o.Writes, write{Status: 0, Err: "connection refused"}, write{Status: 503})
+	// Write 11 got no answer within its bound but was applied; write 12
+	// was refused until its bound ended, and was not.
+	o.Writes = append(o.Writes,
+		write{N: 11, Tries: 30, Took: writeBound, Status: 0, Err: "connection refused"},
+		write{N: 12, Tries: 30, Took: writeBound, Status: 503})
+	o.Records["rec_010"] = 11
+	o.Events = append(o.Events, event{ID: "evt_010", RecordID: "rec_010", OccurredAt: t0})
+	o.Requests = append(o.Requests, request{EventID: "evt_010", Attempt: 1, At: t0.Add(10 * time.Millisecond), Status: 204})
+	o.Rows = append(o.Rows, attemptRow{EventID: "evt_010", Attempt: 1, Succeeded: true})
+	// Write 3 was answered by a repeat, its 201 replayed, after 4 s.
+	o.Writes[2].Tries, o.Writes[2].Replayed, o.Writes[2].Took = 3, true, 4*time.Second
+	// Write 4 was applied twice.
+	o.Records["rec_003b"] = 4
+	o.Events = append(o.Events, event{ID: "evt_003b", RecordID: "rec_003b", OccurredAt: t0})
+	o.Requests = append(o.Requests, request{EventID: "evt_003b", Attempt: 1, At: t0.Add(10 * time.Millisecond), Status: 204})
+	o.Rows = append(o.Rows, attemptRow{EventID: "evt_003b", Attempt: 1, Succeeded: true})
 	// evt_000: a worker frozen past its timeout: the retry and the thawed
 	// attempt both answered 2xx.
 	o.Requests = append(o.Requests, request{EventID: "evt_000", Attempt: 2, At: t0.Add(time.Minute), Status: 204})
@@ -128,10 +170,12 @@ func TestJudgeCounts(t *testing.T) {
 	got := judge(o)
 	got.Failures, got.Latency = nil, latency{}
 	want := verdict{
-		Writes: 12, Acked: 10, FailedAnswers: map[string]int{"no answer": 1, "503": 1},
-		Committed: 10, Events: 10, Delivered: 10,
-		Doubled: 1, DoubledShare: 0.1,
-		Rows: 12, Requests: 11, RowsWithoutRequest: 1,
+		Writes: 12, Acked: 10, Replayed: 1, Retried: 3, FailedAnswers: map[string]int{"no answer": 1, "503": 1},
+		UnackedApplied: 1, UnackedNotApplied: 1,
+		Duplicates: 1, DuplicateExamples: []string{"write 4: rec_003, rec_003b"},
+		LongestAck: 4 * time.Second, Committed: 12, Events: 12, Delivered: 12,
+		Doubled: 1, DoubledShare: 1.0 / 12,
+		Rows: 14, Requests: 13, RowsWithoutRequest: 1,
 		Slowest: []slowDelivery{
 			{"evt_004", o.Events[4].OccurredAt, 5 * time.Second},
 			{"evt_006", o.Events[6].OccurredAt, 2 * time.Second},

@@ -1,0 +1,204 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/recordhub/recordhub/models"
+)
+
+// MaxBatchOps bounds the operations of one batch (POST /api/batch).
+const MaxBatchOps = 100
+
+// batch applies 1 to MaxBatchOps record writes, each as its record route
+// would, in one transaction: all of them, with their events, or none.
+//
+// Everything that is not store work is done before the transaction, in
+// this order, each refusal naming its operation: the form of every
+// operation, then each one's module and permission, then the key's budget
+// (one request per operation, beside the one the call itself took). On
+// SQLite the transaction runs on the goroutine that commits every write
+// of the process (models.Store.Atomically), which must not wait on a
+// limiter or a request body.
+func (s *Server) batch(c *gin.Context) {
+	var in batchJSON
+	if !s.readJSON(c, &in, false) {
+		return
+	}
+	if n := len(in.Requests); n < 1 || n > MaxBatchOps {
+		s.fail(c, invalid("requests holds %d operations; a batch holds 1 to %d", n, MaxBatchOps))
+		return
+	}
+	ops := make([]batchOp, len(in.Requests))
+	for i, raw := range in.Requests {
+		op, err := parseBatchOp(raw)
+		if err != nil {
+			s.failAt(c, i, err)
+			return
+		}
+		ops[i] = op
+	}
+	ctx := c.Request.Context()
+	k := callOf(c).key
+	changes := make([]recordChange, len(ops))
+	var changed []string
+	for i, op := range ops {
+		m, err := s.moduleAccess(ctx, k, op.moduleID, actionOf(op.method))
+		if err != nil {
+			s.failAt(c, i, err)
+			return
+		}
+		changes[i] = recordChange{method: op.method, module: m, recordID: op.recordID, in: op.in, ifMatch: op.ifMatch}
+		if op.recordID != "" {
+			changed = append(changed, op.recordID)
+		}
+	}
+	if !s.takeBatchBudget(c, len(ops)) {
+		return
+	}
+	var answers []recordAnswer
+	err := s.store.Atomically(ctx, func(ctx context.Context) error {
+		// Before the first write: see models.Store.LockForChange.
+		if err := s.store.LockForChange(ctx, changed...); err != nil {
+			return err
+		}
+		var err error
+		answers, err = s.applyChanges(ctx, changes)
+		return err
+	})
+	if chErr, ok := errors.AsType[*changeError](err); ok {
+		s.failAt(c, chErr.index, chErr.err)
+		return
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	items := make([]batchItemJSON, len(answers))
+	for i, a := range answers {
+		items[i] = batchItemOut(a)
+	}
+	c.JSON(http.StatusOK, items)
+}
+
+// takeBatchBudget takes n requests of the key's budget at once, for a
+// batch's n operations, answering 429 and reporting false when they do not
+// fit: then none is taken, and nothing is applied. A limiter that fails
+// lets the batch through, as it lets a call through (rateLimit).
+func (s *Server) takeBatchBudget(c *gin.Context, n int) bool {
+	k := callOf(c).key
+	res, err := s.limiter.AllowN(c.Request.Context(), limitKey(k), k.RateLimitPerMinute, n)
+	if err != nil {
+		s.limiterFailed(c, err)
+		return true
+	}
+	return s.applyLimit(c, res)
+}
+
+// batchOp is an operation of a batch as read from its JSON, before its
+// module is loaded.
+type batchOp struct {
+	method             string
+	moduleID, recordID string
+	in                 recordInput
+	ifMatch            *int64
+}
+
+// batchURLForm is what an operation's url must look like.
+const batchURLForm = "/api/modules/<module id>/records for a POST, /api/modules/<module id>/records/<record id> for a PATCH or DELETE"
+
+// parseBatchOp reads one operation of a batch: its method and url must
+// name a record route that writes, and its body and headers be what that
+// route takes. Path ids are refused as the routes refuse them (checkParams,
+// checkPathIDs), with 404.
+func parseBatchOp(raw json.RawMessage) (batchOp, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		return batchOp{}, invalid("an operation must be a JSON object of method, url, body and headers")
+	}
+	var in batchOpJSON
+	if err := decodeStrict(raw, &in); err != nil {
+		return batchOp{}, err
+	}
+	op := batchOp{method: in.Method}
+	switch in.Method {
+	case http.MethodPost, http.MethodPatch, http.MethodDelete:
+	default:
+		return batchOp{}, invalid("method must be POST, PATCH or DELETE")
+	}
+	var err error
+	op.moduleID, op.recordID, err = batchPath(in.URL)
+	if err != nil {
+		return batchOp{}, err
+	}
+	if (op.method == http.MethodPost) != (op.recordID == "") {
+		return batchOp{}, invalid("url must be %s", batchURLForm)
+	}
+	body := bytes.TrimSpace(in.Body)
+	if op.method == http.MethodDelete {
+		if len(body) > 0 && string(body) != "null" {
+			return batchOp{}, invalid("a DELETE takes no body")
+		}
+	} else {
+		if len(body) == 0 || body[0] != '{' {
+			return batchOp{}, invalid("body must be a JSON object, as the route takes")
+		}
+		if err := decodeStrict(body, &op.in); err != nil {
+			return batchOp{}, err
+		}
+	}
+	for name, value := range in.Headers {
+		if !strings.EqualFold(name, "If-Match") || len(in.Headers) > 1 {
+			return batchOp{}, invalid("headers may hold If-Match alone")
+		}
+		if op.method != http.MethodPatch {
+			return batchOp{}, invalid("If-Match applies to a PATCH only")
+		}
+		if op.ifMatch, err = parseIfMatch(value); err != nil {
+			return batchOp{}, err
+		}
+	}
+	return op, nil
+}
+
+// batchPath reads an operation's url: a module id, and a record id or "".
+func batchPath(raw string) (moduleID, recordID string, err error) {
+	u, perr := url.Parse(raw)
+	if perr != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", "", invalid("url must be %s", batchURLForm)
+	}
+	rest, ok := strings.CutPrefix(u.Path, "/api/modules/")
+	segs := strings.Split(rest, "/")
+	if !ok || len(segs) < 2 || len(segs) > 3 || segs[0] == "" || segs[1] != "records" || (len(segs) == 3 && segs[2] == "") {
+		return "", "", invalid("url must be %s", batchURLForm)
+	}
+	if len(segs) == 3 {
+		recordID = segs[2]
+	}
+	for _, id := range []struct{ value, collection string }{{segs[0], "modules"}, {recordID, "records"}} {
+		if id.value == "" {
+			continue
+		}
+		if !cleanParam(id.value) {
+			return "", "", models.ErrNotFound
+		}
+		if kind := pathIDs[id.collection]; !strings.HasPrefix(id.value, kind.prefix) {
+			return "", "", &models.Error{Kind: models.KindNotFound, Message: kind.refusal(id.value)}
+		}
+	}
+	return segs[0], recordID, nil
+}
+
+// actionOf is the permission a record write of method needs.
+func actionOf(method string) string {
+	if method == http.MethodDelete {
+		return models.ActionDelete
+	}
+	return models.ActionWrite
+}
