@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,11 +226,15 @@ func (s *Server) streamChanges(c *gin.Context, m *models.Module, q changesQuery)
 	var b bytes.Buffer
 	write := func() bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(s.changesOpts.WriteTimeout))
-		if _, err := c.Writer.Write(b.Bytes()); err != nil {
-			return false
+		_, err := c.Writer.Write(b.Bytes())
+		if err == nil {
+			err = rc.Flush()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.metrics.streamsCut.Inc()
 		}
 		b.Reset()
-		return rc.Flush() == nil
+		return err == nil
 	}
 	// The headers go at once: a client waits for them before it counts
 	// the stream as open.

@@ -420,6 +420,9 @@ func TestChangesSlowReader(t *testing.T) {
 		e.call("POST", "/api/modules/"+mod+"/records", e.admin, map[string]any{"fields": map[string]any{"title": fmt.Sprint(i)}, "custom_data": map[string]any{"pad": big}}).want(201)
 	}
 	storetest.Eventually(t, 30*time.Second, "the slow reader cut off", func() bool { return e.server.Streams() == 0 })
+	if m := e.call("GET", "/metrics", "", nil).want(200); !strings.Contains(string(m.body), "recordhub_change_streams_cut_total 1") {
+		t.Error("the cut is not counted in recordhub_change_streams_cut_total")
+	}
 	// Nothing was lost to anyone: the feed still has every change.
 	n := 0
 	cursor := ""

@@ -155,6 +155,11 @@ func New(d Deps) *Server {
 		})
 	}
 	s.metrics = newMetrics(s.registry)
+	if s.feed != nil && !d.OpsOnly {
+		s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "recordhub_change_streams", Help: "Change streams open in this process.",
+		}, func() float64 { return float64(s.feed.Streams()) }))
+	}
 	if s.store != nil && !d.OpsOnly {
 		s.registry.MustRegister(newEndpointHealthCollector(s.store, s.log))
 	}

@@ -44,17 +44,22 @@ func newHub(f *Feed, tenantID, moduleID string) *hub {
 func (h *hub) run(ctx context.Context) {
 	tick := time.NewTicker(h.feed.opts.Poll)
 	defer tick.Stop()
-	for {
+	for warned := false; ; warned = true {
 		pos, err := h.feed.src.LatestChange(ctx, h.tenantID, h.moduleID)
 		if err == nil {
+			h.mu.Lock()
 			h.from, h.pos = pos, pos
+			h.mu.Unlock()
 			close(h.ready)
 			break
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		h.feed.opts.Log.Warn("change feed: cannot read a module's latest position; trying again", "module_id", h.moduleID, "error", err)
+		if !warned {
+			// Once per outage: it is tried again at every poll.
+			h.feed.opts.Log.Warn("change feed: cannot read a module's latest position; trying again", "module_id", h.moduleID, "error", err)
+		}
 		select {
 		case <-ctx.Done():
 			return
