@@ -42,6 +42,7 @@ var statusOf = map[models.Kind]int{
 	models.KindMappingFailed:    http.StatusUnprocessableEntity,
 	models.KindInvalidSignature: http.StatusUnauthorized,
 	models.KindUnavailable:      http.StatusServiceUnavailable,
+	models.KindCursorExpired:    http.StatusGone,
 	models.KindInternal:         http.StatusInternalServerError,
 }
 

@@ -48,6 +48,7 @@ type env struct {
 	logs     *accesslog.Writer
 	tenantID string
 	admin    string
+	server   *api.Server
 }
 
 type envOption func(*api.Deps)
@@ -124,8 +125,11 @@ func newEnvOn(t *testing.T, store *models.Store, opts ...envOption) *env {
 		o(&deps)
 	}
 	srv := api.New(deps)
+	e.server = srv
 	e.srv = httptest.NewServer(validateAgainstOpenAPI(t, srv.Handler()))
 	t.Cleanup(func() {
+		// Streams end first: Close waits for every request.
+		srv.EndStreams()
 		e.srv.Close()
 		e.logs.Close(context.Background())
 	})

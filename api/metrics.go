@@ -18,6 +18,9 @@ type metrics struct {
 	rateLimited   prometheus.Counter
 	limiterErrors prometheus.Counter
 	inbound       *prometheus.CounterVec
+	// streamsCut counts change streams cut off because a write to the
+	// reader blocked past the write timeout.
+	streamsCut prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -39,7 +42,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "recordhub_inbound_calls_total", Help: "Calls to inbound webhooks by outcome: created, updated or an error code.",
 		}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.rateLimited, m.limiterErrors, m.inbound)
+	m.streamsCut = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "recordhub_change_streams_cut_total", Help: "Change streams cut off because their reader did not take what was written within the write timeout.",
+	})
+	reg.MustRegister(m.requests, m.latency, m.rateLimited, m.limiterErrors, m.inbound, m.streamsCut)
 	return m
 }
 

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/recordhub/recordhub/api/changefeed"
 	"github.com/recordhub/recordhub/api/ratelimit"
 	"github.com/recordhub/recordhub/models"
 )
@@ -81,6 +82,8 @@ type Deps struct {
 	// Idempotency-Key answers its retries (RECORDHUB_IDEMPOTENCY_TTL);
 	// DefaultIdempotencyTTL when zero.
 	IdempotencyTTL time.Duration
+	// Changes bounds the change feed's streams.
+	Changes ChangesOptions
 }
 
 // inboundRoute is the public inbound webhook.
@@ -109,6 +112,8 @@ type Server struct {
 	heavyReadTimeout time.Duration
 	slowReads        outageLog
 	idempotencyTTL   time.Duration
+	feed             *changefeed.Feed
+	changesOpts      ChangesOptions
 }
 
 // New returns a Server with its routes.
@@ -141,7 +146,25 @@ func New(d Deps) *Server {
 			s.tracing.propagator = propagation.TraceContext{}
 		}
 	}
+	s.changesOpts = d.Changes
+	if s.changesOpts.Heartbeat <= 0 {
+		s.changesOpts.Heartbeat = DefaultChangesHeartbeat
+	}
+	if s.changesOpts.WriteTimeout <= 0 {
+		s.changesOpts.WriteTimeout = DefaultChangesWriteTimeout
+	}
+	if s.store != nil {
+		s.feed = changefeed.New(s.store, changefeed.Options{
+			PerKey: d.Changes.StreamsPerKey, PerTenant: d.Changes.StreamsPerTenant,
+			Poll: d.Changes.Poll, Ring: d.Changes.Ring, Log: s.log,
+		})
+	}
 	s.metrics = newMetrics(s.registry)
+	if s.feed != nil && !d.OpsOnly {
+		s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "recordhub_change_streams", Help: "Change streams open in this process.",
+		}, func() float64 { return float64(s.feed.Streams()) }))
+	}
 	if s.store != nil && !d.OpsOnly {
 		s.registry.MustRegister(newEndpointHealthCollector(s.store, s.log))
 	}
@@ -197,6 +220,7 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	records.GET("/:recordId", s.getRecord)
 	records.PATCH("/:recordId", s.updateRecord)
 	records.DELETE("/:recordId", s.deleteRecord)
+	authed.GET("/modules/:id/changes", s.checkPathIDs, s.takes("after", "limit", "types", "filter[]"), s.changes)
 	authed.POST("/batch", s.takes(), s.batch)
 
 	admin := authed.Group("/admin", s.requireAdmin, s.checkPathIDs)

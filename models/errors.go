@@ -31,7 +31,10 @@ const (
 	// KindUnavailable: a service the call needs (the database, Temporal)
 	// cannot be reached now; the same call may succeed later.
 	KindUnavailable Kind = "unavailable"
-	KindInternal    Kind = "internal"
+	// KindCursorExpired: a change feed cursor points before events that
+	// retention has purged; the reader must start over.
+	KindCursorExpired Kind = "cursor_expired"
+	KindInternal      Kind = "internal"
 )
 
 // FieldError names one field that failed validation.

@@ -210,9 +210,10 @@ func (s *Store) eventsWritten() {
 	}
 }
 
-// wakeDispatcher signals EventWake; a signal already pending stands for
-// this one.
+// wakeDispatcher signals EventWake, a signal already pending standing for
+// this one, and wakes the change feed's readers (ChangesWake).
 func (s *Store) wakeDispatcher() {
+	s.changesWake.broadcast()
 	select {
 	case s.eventWake <- struct{}{}:
 	default:

@@ -90,11 +90,20 @@ func (s *Store) Purge(ctx context.Context, kind PurgeKind, before time.Time, bat
 	}
 	var n int64
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec(q, before.UTC(), batch)
-		if res.Error != nil {
-			return fmt.Errorf("purge %s: %w", kind, res.Error)
+		if kind == PurgeEvents {
+			// The change feed must learn which changes went.
+			deleted, err := s.purgeEvents(tx, before.UTC(), batch)
+			if err != nil {
+				return fmt.Errorf("purge %s: %w", kind, err)
+			}
+			n = deleted
+		} else {
+			res := tx.Exec(q, before.UTC(), batch)
+			if res.Error != nil {
+				return fmt.Errorf("purge %s: %w", kind, res.Error)
+			}
+			n = res.RowsAffected
 		}
-		n = res.RowsAffected
 		if q, ok := purgeNumbering[kind]; ok {
 			res := tx.Exec(q, before.UTC(), batch)
 			if res.Error != nil {
@@ -107,7 +116,7 @@ func (s *Store) Purge(ctx context.Context, kind PurgeKind, before time.Time, bat
 		}
 		// Finished resyncs go with the delivery attempts, as recoveries
 		// do; their numbers come from the endpoint's resync_seq.
-		res = tx.Exec(purgeResyncs, before.UTC(), batch)
+		res := tx.Exec(purgeResyncs, before.UTC(), batch)
 		if res.Error != nil {
 			return fmt.Errorf("purge resyncs: %w", res.Error)
 		}

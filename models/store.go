@@ -60,6 +60,10 @@ type Store struct {
 	stmts sync.Map
 	// eventWake wakes this process's outbox dispatcher.
 	eventWake chan struct{}
+	// changesWake is closed, and replaced, when events were committed or
+	// announced: every change feed reader of the process waits on it
+	// (ChangesWake), where eventWake has one consumer.
+	changesWake changesWake
 	// announce asks the announcer to NOTIFY other processes' dispatchers
 	// (nil unless Options.AnnounceEvents on PostgreSQL); announcer is its
 	// connection. See outbox_notify.go.

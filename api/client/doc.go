@@ -25,7 +25,10 @@
 // Lists come a page at a time (QueryRecords, ListDeliveries, …) or as
 // iterators that follow the pages to the end (Records, Deliveries,
 // AccessLogs): range over them with two variables, and stop at the first
-// non-nil error.
+// non-nil error. A module's change feed comes a page at a time (Changes),
+// page after page to its end (AllChanges), or live: FollowChanges streams
+// it and resumes by itself after a disconnect, from the last change it
+// yielded.
 //
 // # Retries
 //

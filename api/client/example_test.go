@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/recordhub/recordhub/api/client"
 )
@@ -170,4 +171,38 @@ func ExampleClient_Batch() {
 	// 201 B-2 "1"
 	// validation_failed at operation 1
 	// 3 1
+}
+
+// FollowChanges follows a module's changes live, resuming by itself after
+// a disconnect: here from where the feed ended before a record was
+// written, until its first change.
+func ExampleClient_FollowChanges() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := client.New(baseURL, adminKey)
+	m, err := c.CreateModule(ctx, client.ModuleInput{
+		Slug: "followed", Name: "Followed", Fields: []client.Field{{Name: "title", Type: "string"}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	end, err := c.Changes(ctx, m.ID, client.ChangesQuery{After: client.Latest})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := c.CreateRecord(ctx, m.ID, client.RecordInput{Fields: map[string]any{"title": "hello"}}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for ch, err := range c.FollowChanges(ctx, m.ID, client.FollowOptions{After: end.NextCursor}) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(ch.Event, ch.Record.Fields["title"])
+		break
+	}
+	// Output: record_created hello
 }

@@ -153,6 +153,7 @@ func (b *bench) startDatabase(ctx context.Context, bin, db string) (st *dbStack,
 		"RECORDHUB_SECRET_KEY": harness.NewSecretKey(),
 		"DATABASE_URL":         "",
 	}
+	maps.Copy(st.env, b.serviceEnv)
 	if db == "postgres" {
 		h, err := freshPostgres(ctx, b.o.pgURL)
 		if err != nil {

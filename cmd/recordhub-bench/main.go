@@ -30,6 +30,10 @@
 // Redis against a Temporal server of its own), against the service built
 // from the working tree and, to compare, another revision or binary; see
 // README.md beside this file.
+//
+// With -changes it runs only the change feed mode (changes.go): commit →
+// server-sent event latency with many live readers of one module, and the
+// memory of an idle stream, on each database of -db.
 package main
 
 import (
@@ -76,7 +80,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	if err != nil {
 		return 2, err
 	}
-	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 && !o.production && !o.noisy && !o.idempotency {
+	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 && !o.production && !o.noisy && !o.changes && !o.idempotency {
 		return 1, errors.New(heyInstallHint)
 	}
 	root, err := harness.ModuleRoot(ctx, "run the bench inside the recordhub module")
@@ -98,6 +102,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	b := &bench{o: o, out: stdout, work: work}
 	var missed int
 	switch {
+	case o.changes:
+		err = b.runChanges(ctx, root)
 	case o.noisy:
 		err = b.runNoisy(ctx, root)
 	case o.idempotency:
@@ -218,6 +224,9 @@ type bench struct {
 	// server's postgres database, for its cost counts.
 	pgAdmin *sql.DB
 	costDBs costDBs // the Temporal server's databases
+	// serviceEnv is added to the settings startDatabase starts the
+	// service with.
+	serviceEnv map[string]string
 }
 
 // skipError marks a database that cannot be reached: its scenarios are

@@ -54,6 +54,12 @@ type options struct {
 	idempotency bool
 	idemN       int // creates per round and kind
 	idemRounds  int
+	// The change feed mode's (-changes).
+	changes            bool
+	changesSubscribers int           // live readers of the module
+	changesRate        int           // creates a second
+	changesFor         time.Duration // how long
+	changesIdle        int           // idle streams whose memory is measured
 }
 
 // noisyScenarioNames are -noisy-scenarios' choices, in the order they run.
@@ -93,6 +99,11 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.idempotency, "idempotency", false, "run only the idempotency mode: the service's CPU per record create, plain and with an Idempotency-Key, in alternating rounds on each -db")
 	fs.IntVar(&o.idemN, "idempotency-n", 2000, "with -idempotency: creates per round of each kind")
 	fs.IntVar(&o.idemRounds, "idempotency-rounds", 4, "with -idempotency: rounds of each kind")
+	fs.BoolVar(&o.changes, "changes", false, "run only the change feed mode: commit → SSE event latency with -changes-subscribers live readers of one module at -changes-rate creates a second, and the service's RSS per idle stream, on each database of -db")
+	fs.IntVar(&o.changesSubscribers, "changes-subscribers", 100, "with -changes: live readers of the module, one tenant, one key")
+	fs.IntVar(&o.changesRate, "changes-rate", 200, "with -changes: creates a second")
+	fs.DurationVar(&o.changesFor, "changes-for", 10*time.Second, "with -changes: how long the creates go on")
+	fs.IntVar(&o.changesIdle, "changes-idle", 200, "with -changes: idle streams whose memory is measured (at most the service's streams per key, 200 by default)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: recordhub-bench [flags]\n\nLoad-tests recordhub against a bare Gin handler with hey; see the package doc.\n\nflags:")
 		fs.PrintDefaults()
@@ -161,6 +172,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.idempotency && (o.noisy || o.production || len(o.databases) == 0 || o.idemN < 1 || o.idemRounds < 1) {
 		return o, errors.New("-idempotency runs alone (not with -noisy or -production), on at least one -db, with -idempotency-n and -idempotency-rounds of at least 1")
+	}
+	if o.changes && (o.idempotency || o.production || o.noisy || len(o.databases) == 0 || o.changesSubscribers < 1 || o.changesRate < 1 || o.changesFor < time.Second || o.changesIdle < 1) {
+		return o, errors.New("-changes runs alone, needs -db, and positive -changes-subscribers, -changes-rate, -changes-idle and a -changes-for of at least 1s")
 	}
 	if o.noisyProduction && !o.noisy {
 		return o, errors.New("-noisy-production goes with -noisy")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/recordhub/recordhub/activities"
 	"github.com/recordhub/recordhub/api"
+	"github.com/recordhub/recordhub/api/changefeed"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/workflows"
 )
@@ -32,8 +33,12 @@ type Config struct {
 	DefaultRateLimit  int
 	// MaxEndpointsPerTenant bounds each tenant's webhook endpoints.
 	MaxEndpointsPerTenant int
-	AutoMigrate           bool
-	LogLevel              slog.Level
+	// ChangeStreamsPerKey and ChangeStreamsPerTenant bound the change
+	// feed's live streams open at once in this process.
+	ChangeStreamsPerKey    int
+	ChangeStreamsPerTenant int
+	AutoMigrate            bool
+	LogLevel               slog.Level
 	// PublicURL is the base of the inbound webhook URLs shown to admins.
 	PublicURL string
 
@@ -141,6 +146,8 @@ func configFromEnv(lookupEnv func(string) (string, bool)) (Config, error) {
 	intVar(&c.DefaultRateLimit, "RECORDHUB_DEFAULT_RATE_LIMIT", models.DefaultRateLimitPerMinute, 1, models.MaxRateLimitPerMinute)
 	intVar(&c.DatabaseMaxConns, "RECORDHUB_DATABASE_MAX_CONNS", 20, 2, 10_000)
 	intVar(&c.MaxEndpointsPerTenant, "RECORDHUB_MAX_ENDPOINTS_PER_TENANT", models.DefaultMaxEndpointsPerTenant, 1, 100_000)
+	intVar(&c.ChangeStreamsPerKey, "RECORDHUB_CHANGES_STREAMS_PER_KEY", changefeed.DefaultPerKey, 1, 1_000_000)
+	intVar(&c.ChangeStreamsPerTenant, "RECORDHUB_CHANGES_STREAMS_PER_TENANT", changefeed.DefaultPerTenant, 1, 1_000_000)
 	intVar(&c.TemporalPort, "RECORDHUB_TEMPORAL_PORT", 7233, 1, 65535)
 	intVar(&c.BulkRunning, models.BulkRunningSetting, models.DefaultBulkRunning, 1, 10_000)
 	intVar(&c.BulkRate, "RECORDHUB_BULK_RATE_PER_TENANT", models.DefaultBulkRate, 0, 100_000)

@@ -36,6 +36,8 @@ record_snapshot event, then its live events carry on`},
 	{"webhooks", "recordhub webhooks update ENDPOINT_ID --ordering none|record [--api URL] [--json]", `change an endpoint's settings through the API (ordering:
 each record's events in the order of its versions)`},
 	{"webhooks", "recordhub webhooks listen [--port N] [--secret S] [--status CODE]", "run a local receiver on 127.0.0.1 that prints and verifies deliveries"},
+	{"records", "recordhub records follow MODULE [--after CURSOR|latest] [--types T,…] [--api URL]", `print a module's changes as they happen, one JSON line each
+(MODULE: its id or slug; the key in RECORDHUB_API_KEY)`},
 	{"", "recordhub healthcheck URL", "exit 0 when URL answers 200 (for container health checks)"},
 }
 
@@ -142,6 +144,9 @@ func dispatch(ctx context.Context, args []string, lookupEnv func(string) (string
 	case "webhooks":
 		// A client of the API: it needs no server configuration.
 		return webhooksCommand(ctx, args[1:], lookupEnv, stdout, stderr)
+	case "records":
+		// A client of the API too.
+		return recordsCommand(ctx, args[1:], lookupEnv, stdout, stderr)
 	case "healthcheck":
 		return healthcheckCommand(ctx, args[1:], stdout, stderr)
 	}

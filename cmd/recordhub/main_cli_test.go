@@ -94,6 +94,9 @@ func TestHelp(t *testing.T) {
 		{[]string{"webhooks", "resync", "whe_1", "--wait", "-h"}, "usage: recordhub webhooks resync"},
 		{[]string{"webhooks", "listen", "--help"}, "usage: recordhub webhooks listen"},
 		{[]string{"webhooks", "listen", "--port", "0", "-h"}, "usage: recordhub webhooks listen"},
+		{[]string{"records", "--help"}, "usage: recordhub records COMMAND"},
+		{[]string{"records", "follow", "--help"}, "usage: recordhub records follow MODULE"},
+		{[]string{"records", "follow", "orders", "--after", "latest", "-h"}, "usage: recordhub records follow MODULE"},
 		{[]string{"healthcheck", "--help"}, "usage: recordhub healthcheck URL"},
 		{[]string{"healthcheck", "-h"}, "usage: recordhub healthcheck URL"},
 		{[]string{"help", "tenant", "list"}, "usage: recordhub tenant list"},
@@ -133,7 +136,8 @@ func TestUsageListsEveryCommand(t *testing.T) {
 			"recordhub webhooks recover ENDPOINT_ID --since",
 			"recordhub webhooks listen [--port N] [--secret S] [--status CODE]",
 		}
-		all = append(append([]string{"recordhub serve [--role all|api|worker]", "recordhub migrate", "recordhub healthcheck URL"}, tenants...), webhooks...)
+		records = []string{"recordhub records follow MODULE [--after CURSOR|latest]"}
+		all     = append(append(append([]string{"recordhub serve [--role all|api|worker]", "recordhub migrate", "recordhub healthcheck URL"}, tenants...), webhooks...), records...)
 	)
 	for _, c := range []struct {
 		args []string
@@ -142,6 +146,7 @@ func TestUsageListsEveryCommand(t *testing.T) {
 		{[]string{"--help"}, all},
 		{[]string{"tenant", "--help"}, tenants},
 		{[]string{"webhooks", "--help"}, webhooks},
+		{[]string{"records", "--help"}, records},
 	} {
 		var stdout bytes.Buffer
 		if err := runCommand(context.Background(), c.args, func(string) (string, bool) { return "", false }, nil, &stdout, io.Discard); err != nil {
@@ -172,6 +177,10 @@ func TestUnknownCommands(t *testing.T) {
 		{[]string{"tenant", "create", "a", "b"}, "usage: recordhub tenant create NAME"},
 		{[]string{"tenant", "set-ai-key"}, "usage: recordhub tenant set-ai-key TENANT"},
 		{[]string{"webhooks", "frob"}, "usage: recordhub webhooks"},
+		{[]string{"records"}, "usage: recordhub records follow"},
+		{[]string{"records", "frob"}, "usage: recordhub records follow"},
+		{[]string{"records", "follow"}, "usage: recordhub records follow"},
+		{[]string{"records", "follow", "--bogus", "orders"}, "usage: recordhub records follow"},
 		{[]string{"serve", "--bogus"}, "usage: recordhub serve"},
 		{[]string{"serve", "now"}, "usage: recordhub serve"},
 		{[]string{"migrate", "up"}, "usage: recordhub migrate"},

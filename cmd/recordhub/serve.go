@@ -143,7 +143,12 @@ func run(ctx context.Context, cfg Config, env Env) error {
 
 		TracerProvider: tr.tracerProvider(),
 		Propagator:     tr.textPropagator(),
+		Changes:        api.ChangesOptions{StreamsPerKey: cfg.ChangeStreamsPerKey, StreamsPerTenant: cfg.ChangeStreamsPerTenant},
 	})
+	if cfg.runsAPI() {
+		// Change streams follow commits made by other processes too.
+		store.ListenEvents(log)
+	}
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -170,6 +175,9 @@ func run(ctx context.Context, cfg Config, env Env) error {
 	if env.Listening != nil {
 		env.Listening(ln.Addr().String())
 	}
+	// Shutdown waits for every request, and a change stream never ends by
+	// itself: streams end at once, and their clients resume elsewhere.
+	httpSrv.RegisterOnShutdown(srv.EndStreams)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 

@@ -4,19 +4,17 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/recordhub/recordhub/cmd/recordhub/devtemporal"
 	"github.com/recordhub/recordhub/models/storetest"
 )
 
@@ -52,7 +50,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	env := map[string]string{
 		"RECORDHUB_HTTP_ADDR":           "127.0.0.1:0",
 		"RECORDHUB_DATA_DIR":            filepath.Join(work, "data"),
-		"RECORDHUB_TEMPORAL_PORT":       fmt.Sprint(freePort(t)),
+		"RECORDHUB_TEMPORAL_PORT":       fmt.Sprint(receiverPort(t)),
 		"RECORDHUB_TEMPORAL_UI_ADDR":    "",
 		"RECORDHUB_WEBHOOK_ALLOW_CIDRS": "127.0.0.1/32", // as the README starts make run
 	}
@@ -188,35 +186,15 @@ func readerEnv() []string {
 	return env
 }
 
-// receiverPort is a free port for the walkthrough's receiver, below the
-// kernel's ephemeral range. The walkthrough binds it only later, in
-// `webhooks listen`; a port from the ephemeral range (freePort's) could be
-// handed meanwhile to another test's listener on port 0, whose server
-// would then take the walkthrough's wait and its deliveries.
+// receiverPort is a free port for the walkthrough's receiver, which the
+// walkthrough binds only later, in `webhooks listen`: from below the
+// ephemeral range (devtemporal.FreePort), so that another test's port-0
+// listener cannot take it meanwhile, and its wait and its deliveries.
 func receiverPort(t *testing.T) int {
 	t.Helper()
-	low := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil {
-				low = n
-			}
-		}
+	port, err := devtemporal.FreePort()
+	if err != nil {
+		t.Fatal(err)
 	}
-	const from = 20000
-	if low <= from {
-		return freePort(t)
-	}
-	start := from + rand.IntN(low-from)
-	for i := range low - from {
-		port := from + (start-from+i)%(low-from)
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return port
-	}
-	t.Fatalf("no free port in %d-%d for the walkthrough's receiver", from, low-1)
-	return 0
+	return port
 }

@@ -347,7 +347,7 @@ func TestInternalPortTaken(t *testing.T) {
 	}
 	defer taken.Close()
 	port := taken.Addr().(*net.TCPAddr).Port
-	t.Cleanup(func() { internalPort = freeLoopbackPort })
+	t.Cleanup(func() { internalPort = FreePort })
 
 	t.Run("always", func(t *testing.T) {
 		internalPort = func() (int, error) { return port, nil }
@@ -366,7 +366,7 @@ func TestInternalPortTaken(t *testing.T) {
 			if calls++; calls == 1 {
 				return port, nil
 			}
-			return freeLoopbackPort()
+			return FreePort()
 		}
 		s := startServer(t, Config{DataDir: t.TempDir(), Namespace: testNamespace, Logger: testLogger()})
 		c, _ := dial(t, s)

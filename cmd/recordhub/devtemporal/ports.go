@@ -3,16 +3,22 @@ package devtemporal
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
 // reservePort checks that host:port can be listened on, or picks a free port
-// when port is 0, and returns the port. The listener is closed again at once:
+// (FreePort's) when port is 0, and returns the port. The listener is closed again at once:
 // the server binds it itself moments later, so this narrows, but cannot
 // close, the window in which another process could take it.
 func reservePort(setting, host string, port int) (int, error) {
+	if port == 0 && host == "127.0.0.1" {
+		return FreePort()
+	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	got, err := probe(addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
@@ -47,10 +53,36 @@ func listenUI(addr string) (net.Listener, string, error) {
 
 // internalPort picks the port of one of the server's internal services;
 // a variable, so that a test can hand out a port that is taken.
-var internalPort = freeLoopbackPort
+var internalPort = FreePort
 
-// freeLoopbackPort returns a port that was free on 127.0.0.1 a moment ago.
-func freeLoopbackPort() (int, error) {
+// quietPortsFrom is where FreePort starts drawing from: below the kernel's ephemeral
+// range (ip_local_port_range, from 32768 by default), which the kernel
+// hands to listeners on port 0 and to outgoing connections. A port is
+// picked some time before the server binds it; from the ephemeral range,
+// another process's connection or port-0 listener could take it meanwhile
+// (seen in tests running side by side: "bind: address already in use").
+const quietPortsFrom = 20000
+
+// FreePort returns a port that was free on 127.0.0.1 a moment ago, drawn
+// at random below the kernel's ephemeral range, or from that range when
+// the kernel leaves nothing below it.
+func FreePort() (int, error) {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	if low > quietPortsFrom {
+		for range 100 {
+			port := quietPortsFrom + rand.IntN(low-quietPortsFrom)
+			if _, err := probe(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+				return port, nil
+			}
+		}
+	}
 	port, err := probe("127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find a free port for temporal: %w", err)
