@@ -483,3 +483,26 @@ func TestChangesHeartbeat(t *testing.T) {
 		t.Fatal("no id after a change the filter left out")
 	}
 }
+
+// TestChangesKeyedCreates: a create sent with an Idempotency-Key, which
+// stores its answer in its own statements, is in the change feed like any
+// other, in commit order among plain ones; its replay adds nothing.
+func TestChangesKeyedCreates(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d models.Dialect) {
+		e := newEnv(t, d)
+		mod := e.createModule("orders", changeFields...)
+		path := "/api/modules/" + mod + "/records"
+		a := e.createRecord(mod, map[string]any{"title": "a"})
+		b := e.call("POST", path, e.admin, map[string]any{"fields": map[string]any{"title": "b"}}, idem("feed-b")...).want(201).json()["id"]
+		e.call("POST", path, e.admin, map[string]any{"fields": map[string]any{"title": "b"}}, idem("feed-b")...).want(201)
+		c := e.createRecord(mod, map[string]any{"title": "c"})
+		e.waitChanges(mod, 3)
+		var got []any
+		for _, ch := range e.changes(mod, "").Data {
+			got = append(got, ch.Record.ID)
+		}
+		if want := []any{a, b, c}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("changes of records %v, want %v", got, want)
+		}
+	})
+}
