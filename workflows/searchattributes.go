@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 )
@@ -59,15 +62,46 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace st
 	}
 	_, err = ops.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing})
 	var exists *serviceerror.AlreadyExists
-	if err == nil || errors.As(err, &exists) {
-		return nil
+	if err != nil && !errors.As(err, &exists) {
+		// Another process may have won a race for the same slots: what
+		// matters is that the attributes exist now.
+		if again, lerr := missingSearchAttributes(ctx, ops, namespace); lerr != nil || len(again) > 0 {
+			return fmt.Errorf("add search attributes %v to namespace %s: %w", slices.Sorted(maps.Keys(missing)), namespace, err)
+		}
 	}
-	// Another process may have won a race for the same slots: what
-	// matters is that the attributes exist now.
-	if again, lerr := missingSearchAttributes(ctx, ops, namespace); lerr == nil && len(again) == 0 {
-		return nil
+	return awaitSearchAttributes(ctx, c, namespace)
+}
+
+// searchAttributesUsable bounds the wait for attributes just added to be
+// usable.
+const searchAttributesUsable = 30 * time.Second
+
+// awaitSearchAttributes returns once the namespace takes a query on every
+// delivery attribute. An attribute just added is stored at once, but the
+// frontend maps it from a namespace cache refreshed every few seconds:
+// until then a workflow started with it is refused ("no mapping defined
+// for search attribute"), as a test saw.
+func awaitSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	var conds []string
+	for _, k := range searchAttributeKeys() {
+		conds = append(conds, k.GetName()+` = ""`)
 	}
-	return fmt.Errorf("add search attributes %v to namespace %s: %w", slices.Sorted(maps.Keys(missing)), namespace, err)
+	req := &workflowservice.CountWorkflowExecutionsRequest{Namespace: namespace, Query: strings.Join(conds, " AND ")}
+	ctx, cancel := context.WithTimeout(ctx, searchAttributesUsable)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := c.WorkflowService().CountWorkflowExecutions(ctx, req)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("search attributes of namespace %s not usable after %s: %w", namespace, searchAttributesUsable, err)
+		case <-tick.C:
+		}
+	}
 }
 
 // missingSearchAttributes returns the delivery attributes the namespace

@@ -9,6 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc"
 )
@@ -22,6 +23,11 @@ type fakeOperator struct {
 	// attributes were added all the same (another process won a race).
 	addErr error
 	added  bool
+	// stale is how many queries on the attributes are refused after they
+	// are added (the frontend's namespace cache not yet refreshed);
+	// queries counts the queries.
+	stale   int
+	queries int
 }
 
 func (f *fakeOperator) ListSearchAttributes(_ context.Context, req *operatorservice.ListSearchAttributesRequest, _ ...grpc.CallOption) (*operatorservice.ListSearchAttributesResponse, error) {
@@ -42,12 +48,34 @@ func (f *fakeOperator) AddSearchAttributes(_ context.Context, req *operatorservi
 	return &operatorservice.AddSearchAttributesResponse{}, f.addErr
 }
 
+// fakeWorkflows answers the visibility queries of the operator's
+// namespace: refused while an attribute is missing or stale.
+type fakeWorkflows struct {
+	workflowservice.WorkflowServiceClient
+	ops *fakeOperator
+}
+
+func (f fakeWorkflows) CountWorkflowExecutions(_ context.Context, req *workflowservice.CountWorkflowExecutionsRequest, _ ...grpc.CallOption) (*workflowservice.CountWorkflowExecutionsResponse, error) {
+	f.ops.queries++
+	for _, k := range searchAttributeKeys() {
+		if _, ok := f.ops.attrs[k.GetName()]; !ok || f.ops.stale > 0 {
+			f.ops.stale--
+			return nil, serviceerror.NewInvalidArgument("Namespace ns has no mapping defined for search attribute " + k.GetName())
+		}
+	}
+	return &workflowservice.CountWorkflowExecutionsResponse{}, nil
+}
+
 type fakeClient struct {
 	client.Client
 	ops *fakeOperator
 }
 
 func (c fakeClient) OperatorService() operatorservice.OperatorServiceClient { return c.ops }
+
+func (c fakeClient) WorkflowService() workflowservice.WorkflowServiceClient {
+	return fakeWorkflows{ops: c.ops}
+}
 
 func TestRegisterSearchAttributes(t *testing.T) {
 	const kw = enumspb.INDEXED_VALUE_TYPE_KEYWORD
@@ -59,10 +87,15 @@ func TestRegisterSearchAttributes(t *testing.T) {
 		existing map[string]enumspb.IndexedValueType
 		addErr   error
 		added    bool
+		stale    int
 		wantAdds []map[string]enumspb.IndexedValueType
 		wantErr  bool
 	}{
 		{name: "none yet", existing: map[string]enumspb.IndexedValueType{"Other": kw}, wantAdds: []map[string]enumspb.IndexedValueType{all}},
+		{
+			name: "added, usable only once the namespace cache has them", existing: map[string]enumspb.IndexedValueType{}, stale: 3,
+			wantAdds: []map[string]enumspb.IndexedValueType{all},
+		},
 		{name: "all there: nothing to add, no operator rights needed", existing: maps.Clone(all)},
 		{
 			name:     "some there",
@@ -91,13 +124,16 @@ func TestRegisterSearchAttributes(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ops := &fakeOperator{attrs: c.existing, addErr: c.addErr, added: c.added}
+			ops := &fakeOperator{attrs: c.existing, addErr: c.addErr, added: c.added, stale: c.stale}
 			err := RegisterSearchAttributes(t.Context(), fakeClient{ops: ops}, "ns")
 			if (err != nil) != c.wantErr {
 				t.Fatalf("got error %v, want error: %v", err, c.wantErr)
 			}
 			if diff := cmp.Diff(c.wantAdds, ops.adds); diff != "" {
 				t.Errorf("added (-want +got):\n%s", diff)
+			}
+			if c.stale > 0 && ops.queries != c.stale+1 {
+				t.Errorf("%d queries, want %d: registration returned before the attributes were usable", ops.queries, c.stale+1)
 			}
 			if err == nil {
 				for name, typ := range all {
