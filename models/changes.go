@@ -288,23 +288,7 @@ func (f ChangeFilter) Matches(typ string, r *ChangeRecord) bool {
 // timeHolds is timeCond's comparison in Go, to the microsecond that
 // records' times are stored with.
 func timeHolds(c TimeCond, at time.Time) bool {
-	a, b := at.UTC().Truncate(time.Microsecond), c.At.UTC()
-	n := a.Compare(b)
-	switch c.Op {
-	case OpEq:
-		return n == 0
-	case OpNe:
-		return n != 0
-	case OpGt:
-		return n > 0
-	case OpGte:
-		return n >= 0
-	case OpLt:
-		return n < 0
-	case OpLte:
-		return n <= 0
-	}
-	return false
+	return compareHolds(c.Op, at.UTC().Truncate(time.Microsecond).Compare(c.At.UTC()))
 }
 
 // idsIn is the condition that id is one of ids, bound as one parameter

@@ -158,10 +158,15 @@ func FilterHolds(c FilterCond, got any) bool {
 		return ok && gok && strings.HasPrefix(g, w)
 	}
 	n, ok := filterCompare(c.Value, got)
-	if !ok {
-		return false
-	}
-	switch c.Op {
+	return ok && compareHolds(c.Op, n)
+}
+
+// compareHolds reports whether a comparison whose result is n (got −
+// want in sign) holds operator op: eq, ne, gt, gte, lt or lte.
+func compareHolds(op string, n int) bool {
+	switch op {
+	case OpEq:
+		return n == 0
 	case OpNe:
 		return n != 0
 	case OpGt:
