@@ -31,7 +31,7 @@ import (
 // record's lock before its transaction's first write (lockForChange), so
 // the later change has the larger txid.
 //
-// On SQLite one writer commits in order, and a trigger numbers events in
+// On SQLite one writer commits in order, and the store numbers events in
 // that order from a counter (seq); txid is 0.
 
 // ChangeTypes are the event types the change feed lists: a module's record

@@ -192,7 +192,40 @@ func (s *Store) insertEvents(tx *gorm.DB, events []Event) error {
 		return nil
 	}
 	stampTrace(tx.Statement.Context, events)
+	if s.dialect == SQLite {
+		return insertNumberedEvents(tx, events)
+	}
 	if err := tx.Create(&events).Error; err != nil {
+		return fmt.Errorf("insert events: %w", err)
+	}
+	return nil
+}
+
+// insertNumberedEvents is insertEvents on SQLite, which numbers the events
+// for the change feed (changes.go) in the order given, from a counter that
+// only grows: one statement takes len(events) numbers, and one inserts the
+// events with theirs. The single writer commits in order, so the numbers
+// are in commit order. (A trigger numbered them before, at two more
+// writes an event.)
+func insertNumberedEvents(tx *gorm.DB, events []Event) error {
+	var last int64
+	if err := tx.Raw("UPDATE change_counter SET seq = seq + ? WHERE id = 1 RETURNING seq", len(events)).Scan(&last).Error; err != nil {
+		return fmt.Errorf("number events: %w", err)
+	}
+	first := last - int64(len(events)) + 1
+	var b strings.Builder
+	b.WriteString(`INSERT INTO events (id, tenant_id, module_id, record_id, record_version, type, payload, occurred_at,
+		dispatched_at, claimed_by, claimed_until, fanout_after, trace_parent, seq) VALUES `)
+	args := make([]any, 0, 14*len(events))
+	for i, e := range events {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, e.ID, e.TenantID, e.ModuleID, e.RecordID, e.RecordVersion, e.Type, e.Payload, e.OccurredAt,
+			e.DispatchedAt, e.ClaimedBy, e.ClaimedUntil, e.FanoutAfter, e.TraceParent, first+int64(i))
+	}
+	if err := tx.Exec(b.String(), args...).Error; err != nil {
 		return fmt.Errorf("insert events: %w", err)
 	}
 	return nil
