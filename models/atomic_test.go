@@ -17,12 +17,7 @@ func TestAtomically(t *testing.T) {
 		ctx := context.Background()
 		s := storetest.Open(t, d)
 		tenantID, _ := newTenant(t, s)
-		fields := []models.Field{{Name: "n", Type: models.TypeInteger, Required: true}}
-		slug, name := "things", "Things"
-		m, err := s.CreateModule(ctx, tenantID, models.ModuleInput{Slug: &slug, Name: &name, Fields: &fields})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := thingsModule(t, s, tenantID)
 		kept, err := s.CreateRecord(ctx, m, map[string]any{"n": 0}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -148,15 +143,10 @@ func TestAtomicallyNestedFailure(t *testing.T) {
 		ctx := context.Background()
 		s := storetest.Open(t, d)
 		tenantID, _ := newTenant(t, s)
-		fields := []models.Field{{Name: "n", Type: models.TypeInteger, Required: true}}
-		slug, name := "things", "Things"
-		m, err := s.CreateModule(ctx, tenantID, models.ModuleInput{Slug: &slug, Name: &name, Fields: &fields})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := thingsModule(t, s, tenantID)
 		boom := errors.New("boom")
 		var kept []string
-		err = s.Atomically(ctx, func(ctx context.Context) error {
+		err := s.Atomically(ctx, func(ctx context.Context) error {
 			r, err := s.CreateRecord(ctx, m, map[string]any{"n": 1}, nil)
 			if err != nil {
 				return err

@@ -31,6 +31,19 @@ func forEachDialect(t *testing.T, f func(t *testing.T, d models.Dialect)) {
 
 func ptr[T any](v T) *T { return &v }
 
+// thingsModule creates the tenant's module "things", with one required
+// integer field n.
+func thingsModule(t *testing.T, s *models.Store, tenantID string) *models.Module {
+	t.Helper()
+	fields := []models.Field{{Name: "n", Type: models.TypeInteger, Required: true}}
+	slug, name := "things", "Things"
+	m, err := s.CreateModule(context.Background(), tenantID, models.ModuleInput{Slug: &slug, Name: &name, Fields: &fields})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // kindOf returns the kind of err, "" for nil.
 func kindOf(err error) models.Kind {
 	if err == nil {

@@ -19,12 +19,7 @@ func TestCreateRecords(t *testing.T) {
 		ctx := context.Background()
 		s := storetest.Open(t, d)
 		tenantID, _ := newTenant(t, s)
-		fields := []models.Field{{Name: "n", Type: models.TypeInteger, Required: true}}
-		slug, name := "things", "Things"
-		m, err := s.CreateModule(ctx, tenantID, models.ModuleInput{Slug: &slug, Name: &name, Fields: &fields})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := thingsModule(t, s, tenantID)
 		// stored is what the store holds: the records, oldest first, and
 		// the events, each as "<type> <record id>", and the records'
 		// count.
@@ -47,7 +42,7 @@ func TestCreateRecords(t *testing.T) {
 			return records, events, total
 		}
 
-		_, err = s.CreateRecords(ctx, m, []models.RecordValues{{Fields: map[string]any{"n": 1}}, {Fields: map[string]any{"n": "two"}}, {Fields: map[string]any{}}})
+		_, err := s.CreateRecords(ctx, m, []models.RecordValues{{Fields: map[string]any{"n": 1}}, {Fields: map[string]any{"n": "two"}}, {Fields: map[string]any{}}})
 		item, ok := errors.AsType[*models.ItemError](err)
 		if !ok || item.Index != 1 || models.ErrorKind(err) != models.KindValidation {
 			t.Fatalf("CreateRecords with a bad second record = %v, want a validation error naming item 1", err)
