@@ -76,7 +76,15 @@ func TestKill(t *testing.T) {
 }
 
 func TestFreezeAndThaw(t *testing.T) {
-	p := sleeper(t, "sleep 60", nil)
+	// Frozen only once the shell runs its script: a SIGSTOP sent while
+	// the process is still starting was once left unseen for a minute.
+	out := &readyWriter{ready: make(chan struct{})}
+	p := sleeper(t, "echo ready; exec sleep 60", out)
+	select {
+	case <-out.ready:
+	case <-time.After(time.Minute):
+		t.Fatal("the shell did not start")
+	}
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
