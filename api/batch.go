@@ -28,22 +28,18 @@ const MaxBatchOps = 100
 // of the process (models.Store.Atomically), which must not wait on a
 // limiter or a request body.
 func (s *Server) batch(c *gin.Context) {
-	var in batchJSON
-	if !s.readJSON(c, &in, false) {
+	body, ok := s.readJSONBody(c, false)
+	if !ok {
 		return
 	}
-	if n := len(in.Requests); n < 1 || n > MaxBatchOps {
-		s.fail(c, invalid("requests holds %d operations; a batch holds 1 to %d", n, MaxBatchOps))
-		return
-	}
-	ops := make([]batchOp, len(in.Requests))
-	for i, raw := range in.Requests {
-		op, err := parseBatchOp(raw)
-		if err != nil {
-			s.failAt(c, i, err)
-			return
+	ops, at, err := readBatch(body)
+	if err != nil {
+		if at < 0 {
+			s.fail(c, err)
+		} else {
+			s.failAt(c, at, err)
 		}
-		ops[i] = op
+		return
 	}
 	ctx := c.Request.Context()
 	k := callOf(c).key
@@ -64,7 +60,7 @@ func (s *Server) batch(c *gin.Context) {
 		return
 	}
 	var answers []recordAnswer
-	err := s.store.Atomically(ctx, func(ctx context.Context) error {
+	err = s.store.Atomically(ctx, func(ctx context.Context) error {
 		// Before the first write: see models.Store.LockForChange.
 		if err := s.store.LockForChange(ctx, changed...); err != nil {
 			return err
@@ -102,6 +98,65 @@ func (s *Server) takeBatchBudget(c *gin.Context, n int) bool {
 	return s.applyLimit(c, res)
 }
 
+// readBatch reads a batch's operations from its body. It reads the whole
+// body in one pass (quickBatch), and only a body that pass refuses a
+// second time, an operation at a time, which names the one at fault: at
+// is its index, or -1 when the fault is the batch's own.
+func readBatch(body []byte) (ops []batchOp, at int, err error) {
+	if ops, ok := quickBatch(body); ok {
+		return ops, -1, nil
+	}
+	var in batchJSON
+	if err := decodeStrict(body, &in); err != nil {
+		return nil, -1, err
+	}
+	if n := len(in.Requests); n < 1 || n > MaxBatchOps {
+		return nil, -1, invalid("requests holds %d operations; a batch holds 1 to %d", n, MaxBatchOps)
+	}
+	ops = make([]batchOp, len(in.Requests))
+	for i, raw := range in.Requests {
+		if ops[i], err = parseBatchOp(raw); err != nil {
+			return nil, i, err
+		}
+	}
+	return ops, -1, nil
+}
+
+// quickBatch reads a well-formed batch in one pass over its body, as
+// decodeStrict would (numbers kept as written, unknown properties
+// refused), and reports false for any body it does not take whole.
+func quickBatch(body []byte) ([]batchOp, bool) {
+	if bytes.Contains(body, []byte(`\u0000`)) {
+		return nil, false
+	}
+	var in batchQuickJSON
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if dec.Decode(&in) != nil || dec.More() {
+		return nil, false
+	}
+	if n := len(in.Requests); n < 1 || n > MaxBatchOps {
+		return nil, false
+	}
+	ops := make([]batchOp, len(in.Requests))
+	for i, q := range in.Requests {
+		kind := bodyNone
+		if q.Body != nil {
+			kind = bodyObject
+		}
+		op, err := newBatchOp(q.Method, q.URL, kind, q.Headers)
+		if err != nil || q.Method == "" {
+			return nil, false
+		}
+		if q.Body != nil {
+			op.in = *q.Body
+		}
+		ops[i] = op
+	}
+	return ops, true
+}
+
 // batchOp is an operation of a batch as read from its JSON, before its
 // module is loaded.
 type batchOp struct {
@@ -126,35 +181,58 @@ func parseBatchOp(raw json.RawMessage) (batchOp, error) {
 	if err := decodeStrict(raw, &in); err != nil {
 		return batchOp{}, err
 	}
-	op := batchOp{method: in.Method}
-	switch in.Method {
+	body := bytes.TrimSpace(in.Body)
+	kind := bodyOther
+	switch {
+	case len(body) == 0 || string(body) == "null":
+		kind = bodyNone
+	case body[0] == '{':
+		kind = bodyObject
+	}
+	op, err := newBatchOp(in.Method, in.URL, kind, in.Headers)
+	if err != nil {
+		return batchOp{}, err
+	}
+	if kind == bodyObject {
+		if err := decodeStrict(body, &op.in); err != nil {
+			return batchOp{}, err
+		}
+	}
+	return op, nil
+}
+
+// What an operation's body is, for newBatchOp.
+const (
+	bodyNone   = iota // absent or null
+	bodyObject        // a JSON object
+	bodyOther
+)
+
+// newBatchOp checks an operation's method, url, kind of body and headers,
+// and returns it without its body.
+func newBatchOp(method, rawURL string, body int, headers map[string]string) (batchOp, error) {
+	op := batchOp{method: method}
+	switch method {
 	case http.MethodPost, http.MethodPatch, http.MethodDelete:
 	default:
 		return batchOp{}, invalid("method must be POST, PATCH or DELETE")
 	}
 	var err error
-	op.moduleID, op.recordID, err = batchPath(in.URL)
+	op.moduleID, op.recordID, err = batchPath(rawURL)
 	if err != nil {
 		return batchOp{}, err
 	}
 	if (op.method == http.MethodPost) != (op.recordID == "") {
 		return batchOp{}, invalid("url must be %s", batchURLForm)
 	}
-	body := bytes.TrimSpace(in.Body)
-	if op.method == http.MethodDelete {
-		if len(body) > 0 && string(body) != "null" {
-			return batchOp{}, invalid("a DELETE takes no body")
-		}
-	} else {
-		if len(body) == 0 || body[0] != '{' {
-			return batchOp{}, invalid("body must be a JSON object, as the route takes")
-		}
-		if err := decodeStrict(body, &op.in); err != nil {
-			return batchOp{}, err
-		}
+	switch {
+	case op.method == http.MethodDelete && body != bodyNone:
+		return batchOp{}, invalid("a DELETE takes no body")
+	case op.method != http.MethodDelete && body != bodyObject:
+		return batchOp{}, invalid("body must be a JSON object, as the route takes")
 	}
-	for name, value := range in.Headers {
-		if !strings.EqualFold(name, "If-Match") || len(in.Headers) > 1 {
+	for name, value := range headers {
+		if !strings.EqualFold(name, "If-Match") || len(headers) > 1 {
 			return batchOp{}, invalid("headers may hold If-Match alone")
 		}
 		if op.method != http.MethodPatch {

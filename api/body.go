@@ -24,28 +24,40 @@ const MaxBodyBytes = 1 << 20
 // malformed (400) or of the wrong shape (422). An empty body is accepted
 // as {} when optional is set.
 func (s *Server) readJSON(c *gin.Context, dst any, optional bool) bool {
-	body, err := readBody(c)
-	if err != nil {
-		s.fail(c, err)
-		return false
-	}
-	r := c.Request
-	if len(bytes.TrimSpace(body)) == 0 && optional {
-		return true
-	}
-	if !isJSONType(r.Header.Get("Content-Type")) {
-		s.fail(c, errNotJSON)
-		return false
-	}
-	if trimmed := bytes.TrimSpace(body); len(trimmed) == 0 || trimmed[0] != '{' {
-		s.fail(c, invalid("the body must be a JSON object"))
-		return false
+	body, ok := s.readJSONBody(c, optional)
+	if !ok || body == nil {
+		return ok
 	}
 	if err := decodeStrict(body, dst); err != nil {
 		s.fail(c, err)
 		return false
 	}
 	return true
+}
+
+// readJSONBody reads a request body that must be a JSON object, answering
+// as readJSON does when it is not; an empty body, when optional, is
+// returned as nil.
+func (s *Server) readJSONBody(c *gin.Context, optional bool) ([]byte, bool) {
+	body, err := readBody(c)
+	if err != nil {
+		s.fail(c, err)
+		return nil, false
+	}
+	r := c.Request
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 && optional {
+		return nil, true
+	}
+	if !isJSONType(r.Header.Get("Content-Type")) {
+		s.fail(c, errNotJSON)
+		return nil, false
+	}
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		s.fail(c, invalid("the body must be a JSON object"))
+		return nil, false
+	}
+	return body, true
 }
 
 // errTooLarge answers a body over MaxBodyBytes.
@@ -66,7 +78,11 @@ func readBody(c *gin.Context) ([]byte, error) {
 		refuseTooLarge(c, !expectsContinue && r.ContentLength <= lingerMaxBytes)
 		return nil, errTooLarge
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, r.Body, MaxBodyBytes))
+	// Read into a buffer of the announced length: grown from nothing, it
+	// would be copied a dozen times for a large body.
+	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
+	_, err := buf.ReadFrom(http.MaxBytesReader(c.Writer, r.Body, MaxBodyBytes))
+	body := buf.Bytes()
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {

@@ -17,6 +17,19 @@ type batchOpJSON struct {
 	Headers map[string]string `json:"headers"`
 }
 
+// batchQuickJSON is batchJSON read in one pass (quickBatch), each
+// operation's body decoded with it.
+type batchQuickJSON struct {
+	Requests []batchOpQuickJSON `json:"requests"`
+}
+
+type batchOpQuickJSON struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Body    *recordInput      `json:"body"`
+	Headers map[string]string `json:"headers"`
+}
+
 // batchItemJSON answers one operation of a batch that was applied: what
 // its route would have answered.
 type batchItemJSON struct {

@@ -193,39 +193,38 @@ func (s *Store) insertEvents(tx *gorm.DB, events []Event) error {
 	}
 	stampTrace(tx.Statement.Context, events)
 	if s.dialect == SQLite {
-		return insertNumberedEvents(tx, events)
+		return s.insertNumberedEvents(tx, events)
 	}
-	if err := tx.Create(&events).Error; err != nil {
+	args := make([]any, 0, eventInsert.cols*len(events))
+	for i := range events {
+		args = eventArgs(args, &events[i])
+	}
+	if err := s.insertRows(tx, eventInsert, args); err != nil {
 		return fmt.Errorf("insert events: %w", err)
 	}
 	return nil
 }
 
+// numberEvents takes numbers for the change feed from SQLite's counter.
+const numberEvents = "UPDATE change_counter SET seq = seq + ? WHERE id = 1 RETURNING seq"
+
 // insertNumberedEvents is insertEvents on SQLite, which numbers the events
 // for the change feed (changes.go) in the order given, from a counter that
-// only grows: one statement takes len(events) numbers, and one inserts the
-// events with theirs. The single writer commits in order, so the numbers
-// are in commit order. (A trigger numbered them before, at two more
-// writes an event.)
-func insertNumberedEvents(tx *gorm.DB, events []Event) error {
+// only grows: one statement takes len(events) numbers, and the inserts
+// give the events theirs. The single writer commits in order, so the
+// numbers are in commit order. (A trigger numbered them before, at two
+// more writes an event.)
+func (s *Store) insertNumberedEvents(tx *gorm.DB, events []Event) error {
 	var last int64
-	if err := tx.Raw("UPDATE change_counter SET seq = seq + ? WHERE id = 1 RETURNING seq", len(events)).Scan(&last).Error; err != nil {
+	if err := s.queryWrite(tx, numberEvents, len(events)).Scan(&last); err != nil {
 		return fmt.Errorf("number events: %w", err)
 	}
 	first := last - int64(len(events)) + 1
-	var b strings.Builder
-	b.WriteString(`INSERT INTO events (id, tenant_id, module_id, record_id, record_version, type, payload, occurred_at,
-		dispatched_at, claimed_by, claimed_until, fanout_after, trace_parent, seq) VALUES `)
-	args := make([]any, 0, 14*len(events))
-	for i, e := range events {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, e.ID, e.TenantID, e.ModuleID, e.RecordID, e.RecordVersion, e.Type, e.Payload, e.OccurredAt,
-			e.DispatchedAt, e.ClaimedBy, e.ClaimedUntil, e.FanoutAfter, e.TraceParent, first+int64(i))
+	args := make([]any, 0, sqliteEventInsert.cols*len(events))
+	for i := range events {
+		args = append(eventArgs(args, &events[i]), first+int64(i))
 	}
-	if err := tx.Exec(b.String(), args...).Error; err != nil {
+	if err := s.insertRows(tx, sqliteEventInsert, args); err != nil {
 		return fmt.Errorf("insert events: %w", err)
 	}
 	return nil

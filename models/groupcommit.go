@@ -74,6 +74,7 @@ func (s *Store) runWrites() {
 			}
 		}
 		s.commitGroup(group)
+		s.prepareWanted()
 	}
 }
 

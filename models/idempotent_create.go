@@ -152,7 +152,7 @@ func (s *Store) createKeyedPG(ctx context.Context, k *KeyedCreate, a keyedAnswer
 		args = append(args, e.ID, e.TenantID, e.ModuleID, e.RecordID, e.RecordVersion, e.Type, e.Payload, e.OccurredAt, e.TraceParent)
 	}
 	query := s.keyedCreateQuery(len(events))
-	db := s.w.WithContext(ctx).Statement.ConnPool
+	db := s.w.Statement.ConnPool // no session: the statement is the whole write
 	for range 2 {
 		var (
 			locked, made bool
@@ -257,14 +257,10 @@ func (s *Store) createKeyedSQLite(ctx context.Context, k *KeyedCreate, a keyedAn
 		return nil
 	}
 	defer s.idemHeld.release(name)
-	save, err := s.preparedSaveAnswer(ctx)
-	if err != nil {
-		return err
-	}
 	now := r.CreatedAt
 	since := now.Add(-k.TTL)
-	err = s.write(ctx, func(tx *gormDB) error {
-		res, err := save(tx, k.KeyID, k.Key, k.Fingerprint, a.status, a.headers, a.sealed, now, since)
+	err := s.write(ctx, func(tx *gormDB) error {
+		res, err := s.execWrite(tx, saveAnswer, k.KeyID, k.Key, k.Fingerprint, a.status, a.headers, a.sealed, now, since)
 		if err != nil {
 			return fmt.Errorf("save idempotent answer: %w", err)
 		}
@@ -290,35 +286,4 @@ func (s *Store) createKeyedSQLite(ctx context.Context, k *KeyedCreate, a keyedAn
 		return nil
 	}
 	return err
-}
-
-// preparedSaveAnswer returns saveAnswer run in a transaction of SQLite's
-// writer through a statement prepared once on its one connection:
-// prepared on every run, the statement costs a quarter of what a key adds
-// to a create there. It is prepared outside the writer's transactions,
-// which hold the connection it needs.
-func (s *Store) preparedSaveAnswer(ctx context.Context) (func(tx *gormDB, args ...any) (sql.Result, error), error) {
-	st := s.saveAnswerStmt.Load()
-	if st == nil {
-		db, err := s.w.DB()
-		if err != nil {
-			return nil, fmt.Errorf("pool: %w", err)
-		}
-		if st, err = db.PrepareContext(ctx, saveAnswer); err != nil {
-			return nil, fmt.Errorf("prepare: %w", err)
-		}
-		if !s.saveAnswerStmt.CompareAndSwap(nil, st) {
-			st.Close()
-			st = s.saveAnswerStmt.Load()
-		}
-	}
-	return func(tx *gormDB, args ...any) (sql.Result, error) {
-		sqlTx, ok := tx.Statement.ConnPool.(*sql.Tx)
-		if !ok {
-			return s.exec(tx, saveAnswer, args...)
-		}
-		res, err := sqlTx.StmtContext(tx.Statement.Context, st).ExecContext(tx.Statement.Context, args...)
-		s.observe(saveAnswer)
-		return res, err
-	}, nil
 }

@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -115,43 +117,79 @@ func (s *Store) newRecord(m *Module, fields, customData map[string]any) (*Record
 func (s *Store) insertRecord(ctx context.Context, r *Record, events []Event) error {
 	stampTrace(ctx, events)
 	if s.dialect == Postgres {
-		fields, err := r.Fields.Value()
-		if err != nil {
-			return err
-		}
-		custom, err := r.CustomData.Value()
-		if err != nil {
-			return err
-		}
-		args := []any{r.ID, r.TenantID, r.ModuleID, fields, custom, r.Version, r.CreatedAt, r.UpdatedAt}
-		values := ""
-		for i, e := range events {
-			if i > 0 {
-				values += ", "
-			}
-			values += "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
-			args = append(args, e.ID, e.TenantID, e.ModuleID, e.RecordID, e.RecordVersion, e.Type, e.Payload, e.OccurredAt, e.TraceParent)
-		}
-		args = append(args, s.shard())
-		err = s.writer(ctx).Exec(`WITH r AS (
-			INSERT INTO records (id, tenant_id, module_id, fields, custom_data, version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING module_id),
-			e AS (INSERT INTO events (id, tenant_id, module_id, record_id, record_version, type, payload, occurred_at, trace_parent) VALUES `+values+`)
-			INSERT INTO module_record_counts (module_id, shard, count) SELECT module_id, ?, 1 FROM r
-			ON CONFLICT (module_id, shard) DO UPDATE SET count = module_record_counts.count + excluded.count`,
-			args...).Error
-		if err != nil {
-			return fmt.Errorf("insert record: %w", err)
-		}
-		return nil
+		return s.insertRecordsPostgres(s.writer(ctx), []Record{*r}, events)
 	}
 	return s.write(ctx, func(tx *gorm.DB) error { return s.insertRecordTx(tx, r, events) })
 }
 
+// insertRecordsPostgres inserts records of one module, counts them and
+// writes their events in one statement on db.
+func (s *Store) insertRecordsPostgres(db *gormDB, records []Record, events []Event) error {
+	args := make([]any, 0, recordInsert.cols*len(records)+eventInsert.cols*len(events)+1)
+	for i := range records {
+		var err error
+		if args, err = recordArgs(args, &records[i]); err != nil {
+			return err
+		}
+	}
+	for i := range events {
+		args = eventArgs(args, &events[i])
+	}
+	args = append(args, s.shard())
+	q := recordsStatement(len(records), len(events))
+	_, err := db.Statement.ConnPool.ExecContext(db.Statement.Context, q, args...)
+	s.observe(q)
+	if err != nil {
+		return fmt.Errorf("insert record: %w", err)
+	}
+	return nil
+}
+
+// recordsStatements are insertRecordsPostgres's statements by their
+// numbers of records and events.
+var recordsStatements sync.Map
+
+// recordsStatement is insertRecordsPostgres's statement for n records and
+// e events.
+func recordsStatement(n, e int) string {
+	k := [2]int{n, e}
+	if q, ok := recordsStatements.Load(k); ok {
+		return q.(string)
+	}
+	records := recordInsert.query(Postgres, n)
+	events := eventInsert.query(Postgres, e)
+	// The events' placeholders follow the records'.
+	events = renumber(events, n*recordInsert.cols)
+	q := "WITH r AS (" + records + " RETURNING module_id), e AS (" + events + `)
+		INSERT INTO module_record_counts (module_id, shard, count) SELECT module_id, $` + strconv.Itoa(n*recordInsert.cols+e*eventInsert.cols+1) + `, count(*) FROM r GROUP BY module_id
+		ON CONFLICT (module_id, shard) DO UPDATE SET count = module_record_counts.count + excluded.count`
+	q2, _ := recordsStatements.LoadOrStore(k, q)
+	return q2.(string)
+}
+
+// renumber adds by to every $n placeholder of a PostgreSQL statement.
+func renumber(q string, by int) string {
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		if q[i] != '$' {
+			b.WriteByte(q[i])
+			continue
+		}
+		j := i + 1
+		for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+			j++
+		}
+		n, _ := strconv.Atoi(q[i+1 : j])
+		b.WriteString("$" + strconv.Itoa(n+by))
+		i = j - 1
+	}
+	return b.String()
+}
+
 // insertRecordTx inserts a record, counts it and writes its events in tx.
 func (s *Store) insertRecordTx(tx *gorm.DB, r *Record, events []Event) error {
-	if err := tx.Create(r).Error; err != nil {
-		return fmt.Errorf("insert record: %w", err)
+	if err := s.insertRecordRows(tx, []Record{*r}); err != nil {
+		return err
 	}
 	if err := s.insertEvents(tx, events); err != nil {
 		return err

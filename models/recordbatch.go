@@ -46,15 +46,12 @@ func (s *Store) CreateRecords(ctx context.Context, m *Module, values []RecordVal
 		events = append(events, evs...)
 	}
 	stampTrace(ctx, events)
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		if err := tx.Create(&records).Error; err != nil {
-			return fmt.Errorf("insert records: %w", err)
-		}
-		if err := s.insertEvents(tx, events); err != nil {
-			return err
-		}
-		return s.addToCount(tx, m.ID, len(records))
-	})
+	var err error
+	if s.dialect == Postgres {
+		err = s.insertRecordsPostgres(s.writer(ctx), records, events)
+	} else {
+		err = s.write(ctx, func(tx *gorm.DB) error { return s.insertRecordsTx(tx, m, records, events) })
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -64,4 +61,16 @@ func (s *Store) CreateRecords(ctx context.Context, m *Module, values []RecordVal
 		out[i] = &records[i]
 	}
 	return out, nil
+}
+
+// insertRecordsTx inserts records of module m, counts them and writes
+// their events in tx.
+func (s *Store) insertRecordsTx(tx *gorm.DB, m *Module, records []Record, events []Event) error {
+	if err := s.insertRecordRows(tx, records); err != nil {
+		return err
+	}
+	if err := s.insertEvents(tx, events); err != nil {
+		return err
+	}
+	return s.addToCount(tx, m.ID, len(records))
 }

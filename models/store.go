@@ -94,9 +94,9 @@ type Store struct {
 	// keyedCreateSQL holds, on PostgreSQL, the statements of keyed record
 	// creates by their number of events (idempotent_create.go).
 	keyedCreateSQL []string
-	// saveAnswerStmt is saveAnswer prepared on SQLite's writer
-	// (idempotent_create.go).
-	saveAnswerStmt atomic.Pointer[sql.Stmt]
+	// writerStmts are the hot writes' statements prepared on SQLite's
+	// writer (writerstmts.go).
+	writerStmts writerStmts
 	// idemHeld is SQLite's lock on idempotency keys (idempotency.go).
 	idemHeld heldKeys
 	// heldConns bounds the PostgreSQL connections held across other
@@ -325,6 +325,7 @@ func (s *Store) Close() error {
 			close(s.writes)
 			<-s.writesDone
 		}
+		s.writerStmts.close()
 		s.endLife()
 		s.background.Wait()
 	})
