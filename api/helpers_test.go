@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -760,4 +761,13 @@ func bareServer(t *testing.T) (*api.Server, *httptest.Server) {
 	srv := httptest.NewServer(validateAgainstOpenAPI(t, s.Handler()))
 	t.Cleanup(srv.Close)
 	return s, srv
+}
+
+// processCPU is the CPU time the process has used, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

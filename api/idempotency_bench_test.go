@@ -7,9 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -18,15 +16,6 @@ import (
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
-
-// processCPU is the CPU time the process has used, user and system.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkIdempotentCreate: a record create through the whole middleware
 // chain in process, plain and with an Idempotency-Key each of its own,
