@@ -27,6 +27,9 @@ func recordOut(r *models.Record) recordJSON {
 	if r.CustomData == nil {
 		out.CustomData = map[string]any{}
 	}
+	if f, c := r.FieldsJSON(), r.CustomDataJSON(); f != nil && c != nil {
+		out.Fields, out.CustomData = f, c
+	}
 	return out
 }
 

@@ -72,13 +72,15 @@ type eventModule struct {
 
 // eventRecord has the shape of a record in the API.
 type eventRecord struct {
-	ID         string         `json:"id"`
-	ModuleID   string         `json:"module_id"`
-	Fields     map[string]any `json:"fields"`
-	CustomData map[string]any `json:"custom_data"`
-	Version    int64          `json:"version"`
-	CreatedAt  time.Time      `json:"created_at"`
-	UpdatedAt  time.Time      `json:"updated_at"`
+	ID       string `json:"id"`
+	ModuleID string `json:"module_id"`
+	// Fields and CustomData are objects, or their JSON when the record
+	// holds it already (Record.FieldsJSON).
+	Fields     any       `json:"fields"`
+	CustomData any       `json:"custom_data"`
+	Version    int64     `json:"version"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 // StatusMovement is the status part of a status_change event.
@@ -140,6 +142,10 @@ func recordEvents(m *Module, before, after *Record, at time.Time) ([]Event, erro
 	if after == nil {
 		version++
 	}
+	var fields, customData any = nonNil(shown.Fields), nonNil(shown.CustomData)
+	if e := shown.encoded; e != nil {
+		fields, customData = e.fields, e.customData
+	}
 	out := make([]Event, 0, len(evs))
 	for _, e := range evs {
 		id := NewID(PrefixEvent)
@@ -147,7 +153,7 @@ func recordEvents(m *Module, before, after *Record, at time.Time) ([]Event, erro
 			ID: id, Event: e.typ, OccurredAt: at.UTC().Format(time.RFC3339Nano), TenantID: m.TenantID,
 			Module: eventModule{ID: m.ID, Slug: m.Slug},
 			Record: eventRecord{
-				ID: shown.ID, ModuleID: shown.ModuleID, Fields: nonNil(shown.Fields), CustomData: nonNil(shown.CustomData),
+				ID: shown.ID, ModuleID: shown.ModuleID, Fields: fields, CustomData: customData,
 				Version: shown.Version, CreatedAt: shown.CreatedAt, UpdatedAt: shown.UpdatedAt,
 			},
 			Changes: e.changes, Status: e.status,

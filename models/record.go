@@ -29,6 +29,32 @@ type Record struct {
 	Version    int64
 	CreatedAt  time.Time `gorm:"autoCreateTime:false"`
 	UpdatedAt  time.Time `gorm:"autoUpdateTime:false"`
+	// encoded holds Fields and CustomData as JSON for a record this
+	// process made (newRecord), so that its row, its events and its
+	// answer encode them once; nil otherwise.
+	encoded *encodedRecord
+}
+
+type encodedRecord struct {
+	fields, customData json.RawMessage
+}
+
+// FieldsJSON is the record's fields as JSON when they were encoded as it
+// was made, else nil: its creator's answer shows them without encoding
+// them again.
+func (r *Record) FieldsJSON() json.RawMessage {
+	if r.encoded == nil {
+		return nil
+	}
+	return r.encoded.fields
+}
+
+// CustomDataJSON is FieldsJSON for the custom data.
+func (r *Record) CustomDataJSON() json.RawMessage {
+	if r.encoded == nil {
+		return nil
+	}
+	return r.encoded.customData
 }
 
 // Sort orders of record lists.
@@ -102,6 +128,14 @@ func (s *Store) newRecord(m *Module, fields, customData map[string]any) (*Record
 	r := &Record{
 		ID: NewID(PrefixRecord), TenantID: m.TenantID, ModuleID: m.ID,
 		Fields: fields, CustomData: customData, Version: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	var err error
+	r.encoded = &encodedRecord{}
+	if r.encoded.fields, err = json.Marshal(fields); err != nil {
+		return nil, nil, fmt.Errorf("encode fields: %w", err)
+	}
+	if r.encoded.customData, err = json.Marshal(customData); err != nil {
+		return nil, nil, fmt.Errorf("encode custom data: %w", err)
 	}
 	events, err := recordEvents(m, nil, r, now)
 	if err != nil {

@@ -130,6 +130,9 @@ func (s *Store) insertRecordRows(tx *gormDB, records []Record) error {
 // recordArgs appends a record's values, as recordInsert lists them, its
 // JSON columns encoded.
 func recordArgs(args []any, r *Record) ([]any, error) {
+	if e := r.encoded; e != nil {
+		return append(args, r.ID, r.TenantID, r.ModuleID, string(e.fields), string(e.customData), r.Version, r.CreatedAt, r.UpdatedAt), nil
+	}
 	fields, err := r.Fields.Value()
 	if err != nil {
 		return nil, err
