@@ -36,8 +36,13 @@ func Value(f models.Field) Object {
 	case models.TypeStatus:
 		return obj("type", "string", "enum", f.States, "description", "A state of the status field.")
 	case models.TypeJSON:
-		return obj("type", []string{"object", "array", "string", "number", "boolean"},
-			"description", "Any JSON value but null.")
+		// anyOf rather than a list of types: strict validators (ajv)
+		// warn about the list.
+		var anyOf []Object
+		for _, t := range []string{"object", "array", "string", "number", "boolean"} {
+			anyOf = append(anyOf, obj("type", t))
+		}
+		return obj("anyOf", anyOf, "description", "Any JSON value but null.")
 	}
 	// ValidateModule admits no other type; say nothing rather than wrong.
 	return obj()
