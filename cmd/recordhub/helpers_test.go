@@ -524,20 +524,26 @@ type delivered struct {
 
 // receiver is a webhook receiver that verifies signatures like a careful
 // receiver would, and fails the first failFirst attempts of each event.
+// With check set, it also checks each body as it arrives (see
+// schemaCheck).
 type receiver struct {
 	t         *testing.T
 	srv       *httptest.Server
 	mu        sync.Mutex
 	secret    string
 	failFirst int
+	check     func(raw []byte) error
 	got       []received
 	attempts  map[string]int
 }
 
 type received struct {
 	id, event, attempt string
+	raw                []byte
 	body               map[string]any
 	verified           bool
+	// checked is what check answered, nil without one.
+	checked error
 }
 
 func newReceiver(t *testing.T, failFirst int) *receiver {
@@ -550,6 +556,13 @@ func newReceiver(t *testing.T, failFirst int) *receiver {
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	raw, _ := io.ReadAll(req.Body)
 	r.mu.Lock()
+	check := r.check
+	r.mu.Unlock()
+	var checked error
+	if check != nil {
+		checked = check(raw)
+	}
+	r.mu.Lock()
 	defer r.mu.Unlock()
 	mac := hmac.New(sha256.New, []byte(r.secret))
 	mac.Write(raw)
@@ -558,7 +571,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	json.Unmarshal(raw, &body)
 	id := req.Header.Get("X-Webhook-Id")
 	r.got = append(r.got, received{id: id, event: req.Header.Get("X-Webhook-Event"), attempt: req.Header.Get("X-Webhook-Attempt"),
-		body: body, verified: hmac.Equal([]byte(want), []byte(req.Header.Get("X-Webhook-Signature")))})
+		raw: raw, body: body, verified: hmac.Equal([]byte(want), []byte(req.Header.Get("X-Webhook-Signature"))), checked: checked})
 	r.attempts[id]++
 	if r.attempts[id] <= r.failFirst {
 		w.WriteHeader(http.StatusServiceUnavailable)
