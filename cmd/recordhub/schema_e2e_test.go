@@ -174,10 +174,10 @@ func validateBody(schemaURL, key string, body []byte) error {
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	if err := c.AddResource("event-schemas.json", doc); err != nil {
+	if err := c.AddResource(schemaURL, doc); err != nil {
 		return err
 	}
-	sch, err := c.Compile("event-schemas.json")
+	sch, err := c.Compile(schemaURL)
 	if err != nil {
 		return fmt.Errorf("compile the schema: %w", err)
 	}
