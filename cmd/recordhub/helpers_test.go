@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/recordhub/recordhub/cmd/recordhub/devtemporal"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
@@ -633,4 +635,83 @@ func (c *child) kill(t *testing.T) {
 	}
 	c.cmd.Process.Signal(syscall.SIGKILL)
 	c.cmd.Wait()
+}
+
+// schemaCheck is a receiver's check (receiver.check) of bodies against the
+// API's event schemas: each body against the document of its module,
+// fetched when the body arrives; an endpoint_disabled body, which belongs
+// to no module, against the first module's (every document has it).
+func schemaCheck(base, key string) func(raw []byte) error {
+	return func(raw []byte) error {
+		var head struct {
+			Module struct {
+				ID string `json:"id"`
+			} `json:"module"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return fmt.Errorf("the body is not JSON: %w", err)
+		}
+		id := head.Module.ID
+		if id == "" {
+			var mods struct {
+				Data []struct {
+					ID string `json:"id"`
+				} `json:"data"`
+			}
+			if err := getJSON(base+"/api/admin/modules", key, &mods); err != nil || len(mods.Data) == 0 {
+				return fmt.Errorf("a module whose document to check a body of no module against: %v", err)
+			}
+			id = mods.Data[0].ID
+		}
+		return validateBody(base+"/api/admin/modules/"+id+"/event-schemas", key, raw)
+	}
+}
+
+// validateBody fetches the module's document from the API, as a receiver
+// would when the body arrives, and validates the body against it with
+// santhosh-tekuri/jsonschema, formats asserted.
+func validateBody(schemaURL, key string, body []byte) error {
+	var doc any
+	if err := getJSON(schemaURL, key, &doc); err != nil {
+		return fmt.Errorf("fetch the schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return err
+	}
+	sch, err := c.Compile(schemaURL)
+	if err != nil {
+		return fmt.Errorf("compile the schema: %w", err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("the body is not JSON: %w", err)
+	}
+	return sch.Validate(inst)
+}
+
+// getJSON GETs url with key as bearer and decodes a 200's body into v
+// (numbers as json.Number), without a test to fail: receivers call it.
+func getJSON(url, key string, v any) error {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", url, res.StatusCode, raw)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(v)
 }

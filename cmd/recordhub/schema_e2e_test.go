@@ -3,19 +3,14 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
@@ -53,7 +48,7 @@ func TestSchemaEndToEnd(t *testing.T) {
 			schemaURL := base + "/api/admin/modules/" + modID + "/event-schemas"
 
 			r := newReceiver(t, 0)
-			r.check = func(raw []byte) error { return validateBody(schemaURL, key, raw) }
+			r.check = schemaCheck(base, key)
 			ep := jsonCall(t, "POST", base+"/api/admin/webhook-endpoints", key, map[string]any{"url": r.srv.URL, "events": models.EventTypes})
 			r.mu.Lock()
 			r.secret = ep["secret"].(string)
@@ -148,42 +143,4 @@ func TestSchemaEndToEnd(t *testing.T) {
 			}
 		})
 	}
-}
-
-// validateBody fetches the module's document from the API, as a receiver
-// would when the body arrives, and validates the body against it with
-// santhosh-tekuri/jsonschema, formats asserted.
-func validateBody(schemaURL, key string, body []byte) error {
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, schemaURL, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("fetch the schema: %w", err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil || res.StatusCode != http.StatusOK {
-		return fmt.Errorf("fetch the schema: %d %s %v", res.StatusCode, raw, err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return fmt.Errorf("the schema is not JSON: %w", err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		return err
-	}
-	sch, err := c.Compile(schemaURL)
-	if err != nil {
-		return fmt.Errorf("compile the schema: %w", err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("the body is not JSON: %w", err)
-	}
-	return sch.Validate(inst)
 }
