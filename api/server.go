@@ -231,6 +231,7 @@ func (s *Server) routes(opsOnly bool) *gin.Engine {
 	admin.GET("/modules/:id", s.adminGetModule)
 	admin.PATCH("/modules/:id", s.adminUpdateModule)
 	admin.DELETE("/modules/:id", s.adminDeleteModule)
+	admin.GET("/modules/:id/event-schemas", s.adminModuleEventSchemas)
 	admin.PUT("/modules/:id/inbound-webhook", noStore, s.adminPutInbound)
 	admin.GET("/modules/:id/inbound-webhook", noStore, s.adminGetInbound)
 	admin.DELETE("/modules/:id/inbound-webhook", s.adminDeleteInbound)

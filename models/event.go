@@ -49,6 +49,8 @@ type Event struct {
 }
 
 // eventBody is the JSON body of a record event, as receivers get it.
+// Package eventschema describes it, with snapshotBody and
+// endpointDisabledBody, to receivers as JSON Schema: change them together.
 type eventBody struct {
 	// Every type has the keys up to Changes. A status_change's Changes
 	// hold its one status field; the record_updated of the same change

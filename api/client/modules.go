@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 )
@@ -104,4 +105,12 @@ func (c *Client) KeyModules(ctx context.Context) ([]Module, error) {
 		return nil, err
 	}
 	return l.Data, nil
+}
+
+// EventSchemas reads the JSON Schema (draft 2020-12) document of the
+// bodies of a module's webhook events, typed from its fields as they are
+// now, as the API sent it: for a JSON Schema validator or a type generator
+// (an admin route).
+func (c *Client) EventSchemas(ctx context.Context, moduleID string) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, modulePath(moduleID)+"/event-schemas", nil, nil)
 }

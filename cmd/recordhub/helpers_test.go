@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/recordhub/recordhub/cmd/recordhub/devtemporal"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
@@ -524,20 +526,26 @@ type delivered struct {
 
 // receiver is a webhook receiver that verifies signatures like a careful
 // receiver would, and fails the first failFirst attempts of each event.
+// With check set, it also checks each body as it arrives (see
+// schemaCheck).
 type receiver struct {
 	t         *testing.T
 	srv       *httptest.Server
 	mu        sync.Mutex
 	secret    string
 	failFirst int
+	check     func(raw []byte) error
 	got       []received
 	attempts  map[string]int
 }
 
 type received struct {
 	id, event, attempt string
+	raw                []byte
 	body               map[string]any
 	verified           bool
+	// checked is what check answered, nil without one.
+	checked error
 }
 
 func newReceiver(t *testing.T, failFirst int) *receiver {
@@ -550,6 +558,13 @@ func newReceiver(t *testing.T, failFirst int) *receiver {
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	raw, _ := io.ReadAll(req.Body)
 	r.mu.Lock()
+	check := r.check
+	r.mu.Unlock()
+	var checked error
+	if check != nil {
+		checked = check(raw)
+	}
+	r.mu.Lock()
 	defer r.mu.Unlock()
 	mac := hmac.New(sha256.New, []byte(r.secret))
 	mac.Write(raw)
@@ -558,7 +573,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	json.Unmarshal(raw, &body)
 	id := req.Header.Get("X-Webhook-Id")
 	r.got = append(r.got, received{id: id, event: req.Header.Get("X-Webhook-Event"), attempt: req.Header.Get("X-Webhook-Attempt"),
-		body: body, verified: hmac.Equal([]byte(want), []byte(req.Header.Get("X-Webhook-Signature")))})
+		raw: raw, body: body, verified: hmac.Equal([]byte(want), []byte(req.Header.Get("X-Webhook-Signature"))), checked: checked})
 	r.attempts[id]++
 	if r.attempts[id] <= r.failFirst {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -620,4 +635,83 @@ func (c *child) kill(t *testing.T) {
 	}
 	c.cmd.Process.Signal(syscall.SIGKILL)
 	c.cmd.Wait()
+}
+
+// schemaCheck is a receiver's check (receiver.check) of bodies against the
+// API's event schemas: each body against the document of its module,
+// fetched when the body arrives; an endpoint_disabled body, which belongs
+// to no module, against the first module's (every document has it).
+func schemaCheck(base, key string) func(raw []byte) error {
+	return func(raw []byte) error {
+		var head struct {
+			Module struct {
+				ID string `json:"id"`
+			} `json:"module"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return fmt.Errorf("the body is not JSON: %w", err)
+		}
+		id := head.Module.ID
+		if id == "" {
+			var mods struct {
+				Data []struct {
+					ID string `json:"id"`
+				} `json:"data"`
+			}
+			if err := getJSON(base+"/api/admin/modules", key, &mods); err != nil || len(mods.Data) == 0 {
+				return fmt.Errorf("a module whose document to check a body of no module against: %v", err)
+			}
+			id = mods.Data[0].ID
+		}
+		return validateBody(base+"/api/admin/modules/"+id+"/event-schemas", key, raw)
+	}
+}
+
+// validateBody fetches the module's document from the API, as a receiver
+// would when the body arrives, and validates the body against it with
+// santhosh-tekuri/jsonschema, formats asserted.
+func validateBody(schemaURL, key string, body []byte) error {
+	var doc any
+	if err := getJSON(schemaURL, key, &doc); err != nil {
+		return fmt.Errorf("fetch the schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return err
+	}
+	sch, err := c.Compile(schemaURL)
+	if err != nil {
+		return fmt.Errorf("compile the schema: %w", err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("the body is not JSON: %w", err)
+	}
+	return sch.Validate(inst)
+}
+
+// getJSON GETs url with key as bearer and decodes a 200's body into v
+// (numbers as json.Number), without a test to fail: receivers call it.
+func getJSON(url, key string, v any) error {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", url, res.StatusCode, raw)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(v)
 }

@@ -45,6 +45,8 @@ func webhooksCommand(ctx context.Context, args []string, lookupEnv func(string) 
 		return resyncCommand(ctx, args[1:], lookupEnv, stdout, stderr)
 	case "update":
 		return updateCommand(ctx, args[1:], lookupEnv, stdout, stderr)
+	case "schema":
+		return schemaCommand(ctx, args[1:], lookupEnv, stdout, stderr)
 	}
 	printWebhooksUsages(stderr)
 	return fmt.Errorf("unknown webhooks command %q", args[0])
@@ -52,7 +54,7 @@ func webhooksCommand(ctx context.Context, args []string, lookupEnv func(string) 
 
 // printWebhooksUsages writes the usage line of every webhooks command.
 func printWebhooksUsages(w io.Writer) {
-	for _, u := range []string{webhooksUsage, resyncUsage, updateUsage, listenUsage} {
+	for _, u := range []string{webhooksUsage, resyncUsage, updateUsage, schemaUsage, listenUsage} {
 		fmt.Fprintln(w, u)
 	}
 }

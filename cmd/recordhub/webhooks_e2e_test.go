@@ -34,6 +34,8 @@ func TestWebhooksEndToEnd(t *testing.T) {
 			for _, r := range []*receiver{ok, flaky} {
 				ep := jsonCall(t, "POST", base+"/api/admin/webhook-endpoints", key, map[string]any{"url": r.srv.URL + "/hook", "events": models.EventTypes})
 				r.secret = ep["secret"].(string)
+				// Every body, as it arrives, against its module's event schema.
+				r.check = schemaCheck(base, key)
 			}
 
 			rec := jsonCall(t, "POST", base+"/api/modules/"+modID+"/records", key, map[string]any{"fields": map[string]any{"title": "a"}})
@@ -158,6 +160,11 @@ func TestWebhooksEndToEnd(t *testing.T) {
 			_, evs := call(t, "GET", base+"/api/admin/modules/"+mirrorID+"/inbound-events", key, "")
 			if evs["total"].(float64) != 1 || evs["data"].([]any)[0].(map[string]any)["action"] != "created" {
 				t.Errorf("mirror inbound events %v", evs)
+			}
+			for _, g := range append(ok.received(), flaky.received()...) {
+				if g.checked != nil {
+					t.Errorf("%s body does not validate against its module's event schema: %v\nbody: %s", g.event, g.checked, g.raw)
+				}
 			}
 			checkPurgeSchedule(t, cfg)
 			if err := stop(); err != nil {
