@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
@@ -87,7 +90,10 @@ func TestAttemptOAuth2ClientCredentials(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logs syncBuffer
-			d := newDeliverer(t, f.store, Config{AllowCIDRs: loopback, Now: clock.Now, Logger: jsonLogger(&logs)})
+			spans := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+			t.Cleanup(func() { tp.Shutdown(t.Context()) })
+			d := newDeliverer(t, f.store, Config{AllowCIDRs: loopback, Now: clock.Now, Logger: jsonLogger(&logs), TracerProvider: tp})
 			attempt := func(wantOK bool) {
 				t.Helper()
 				_, err := d.Attempt(t.Context(), f.input())
@@ -197,6 +203,18 @@ func TestAttemptOAuth2ClientCredentials(t *testing.T) {
 			}
 			secrets := []string{as.secret, wrong.ClientSecret, recv.lastToken.Load().(string)}
 			assertNoSecrets(t, db, logs.String(), secrets...)
+			if len(spans.Ended()) == 0 {
+				t.Error("no spans")
+			}
+			for _, sp := range spans.Ended() {
+				for _, a := range sp.Attributes() {
+					for _, s := range secrets {
+						if strings.Contains(a.Value.Emit(), s) {
+							t.Errorf("span %q attribute %s holds a secret", sp.Name(), a.Key)
+						}
+					}
+				}
+			}
 		})
 	}
 }
