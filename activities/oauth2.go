@@ -95,9 +95,6 @@ func (d *Deliverer) fetchToken(ctx context.Context, a *models.EndpointAuth) (*oa
 	return tok, nil
 }
 
-// TokenRequests returns how many token requests this Deliverer has made.
-func (d *Deliverer) TokenRequests() int64 { return d.tokenRequests.Load() }
-
 // authError is a token request that failed, described without the
 // client secret: its status and answer when the token endpoint answered,
 // else why it could not be reached. It keeps no link to the error it was

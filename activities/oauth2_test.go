@@ -279,8 +279,8 @@ func TestTokenRequestsPer1000Deliveries(t *testing.T) {
 	}
 	t.Logf("%d token requests for %d deliveries (%d at a time, %s tokens, 15 minutes); the receiver saw %d expired tokens",
 		as.requests.Load(), deliveries, workers, lifetime, recv.expired.Load())
-	if got := as.requests.Load(); got < 3 || got > 5 || d.TokenRequests() != got {
-		t.Errorf("%d token requests (deliverer counted %d), want about one per token lifetime (3 to 5)", got, d.TokenRequests())
+	if got := as.requests.Load(); got < 3 || got > 5 || d.tokenRequests.Load() != got {
+		t.Errorf("%d token requests (deliverer counted %d), want about one per token lifetime (3 to 5)", got, d.tokenRequests.Load())
 	}
 	if recv.expired.Load() != 0 || recv.refused.Load() != 0 {
 		t.Errorf("the receiver refused %d tokens and was sent %d expired ones", recv.refused.Load(), recv.expired.Load())
