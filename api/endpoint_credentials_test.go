@@ -116,10 +116,17 @@ func TestWebhookEndpointCredentials(t *testing.T) {
 		wantDetails(t, r, "auth.token_url")
 		wantDetails(t, e.call("PATCH", path, e.admin, map[string]any{"auth": with(auth, "token_url", "https://"+blockedHost+"/token")}), "auth.token_url")
 
-		for _, row := range db.Rows(t, "SELECT * FROM webhook_endpoints") {
-			for col, v := range row {
-				if strings.Contains(v, secret) || strings.Contains(v, keyBody) {
-					t.Errorf("webhook_endpoints.%s holds a secret in clear", col)
+		e.flushLogs()
+		for _, table := range []string{"webhook_endpoints", "access_logs"} {
+			rows := db.Rows(t, "SELECT * FROM "+table)
+			if len(rows) == 0 {
+				t.Errorf("no %s rows to look into", table)
+			}
+			for _, row := range rows {
+				for col, v := range row {
+					if strings.Contains(v, secret) || strings.Contains(v, keyBody) {
+						t.Errorf("%s.%s holds a secret in clear", table, col)
+					}
 				}
 			}
 		}
