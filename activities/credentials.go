@@ -137,13 +137,6 @@ func (c *lru[V]) removeLocked(el *list.Element) {
 	}
 }
 
-// len returns how many values the cache holds.
-func (c *lru[V]) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}
-
 func closeIdle(c *http.Client) {
 	if t, ok := c.Transport.(*http.Transport); ok {
 		t.CloseIdleConnections()

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
@@ -94,4 +96,36 @@ func TestAttemptMutualTLS(t *testing.T) {
 	}
 	keyBody := strings.Split(strings.TrimSpace(clientKey), "\n")[1]
 	assertNoSecrets(t, db, logs.String(), keyBody)
+}
+
+// TestLRU: the per-endpoint cache keeps at most its bound, drops the least
+// recently used first, and replaces an endpoint's value when its
+// configuration changes; each value that leaves is released once.
+func TestLRU(t *testing.T) {
+	var dropped []string
+	c := newLRU(2, func(v string) { dropped = append(dropped, v) })
+	builds := 0
+	get := func(id, key string) string {
+		t.Helper()
+		v, err := c.get(id, key, func() (string, error) { builds++; return id + "/" + key, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	get("a", "1")
+	get("b", "1")
+	if v := get("a", "1"); v != "a/1" || builds != 2 {
+		t.Fatalf("a again: %q after %d builds, want the cached a/1 after 2", v, builds)
+	}
+	get("c", "1") // b is the least recently used
+	if v := get("a", "2"); v != "a/2" {
+		t.Fatalf("a with another configuration: %q", v)
+	}
+	if diff := cmp.Diff(dropped, []string{"b/1", "a/1"}); diff != "" {
+		t.Errorf("released (-got +want):\n%s", diff)
+	}
+	if len(c.items) != 2 || c.order.Len() != 2 {
+		t.Errorf("%d items, %d in order; want 2", len(c.items), c.order.Len())
+	}
 }

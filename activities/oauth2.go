@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -33,19 +32,30 @@ const maxTokenRefreshMargin = 30 * time.Second
 
 // cachedToken is one endpoint's access token in this worker.
 type cachedToken struct {
-	mu        sync.Mutex // held across a token request
+	// lock is held across a token request; waiting for it gives up with
+	// the attempt (a token endpoint that hangs must not queue attempts
+	// one timeout after another).
+	lock      chan struct{}
 	token     string
 	refreshAt time.Time
 }
+
+func newCachedToken() (*cachedToken, error) { return &cachedToken{lock: make(chan struct{}, 1)}, nil }
 
 // token returns the endpoint's access token: the cached one while it is
 // fresh, else a new one from the token endpoint. stale, when not "", is a
 // token the receiver refused: it is never returned again. A failure is
 // written into row as the token endpoint's answer.
 func (d *Deliverer) token(ctx context.Context, s *sender, stale string, row *models.WebhookDelivery) *failure {
-	ct, _ := d.tokens.get(s.endpointID, s.authKey, func() (*cachedToken, error) { return &cachedToken{}, nil })
-	ct.mu.Lock()
-	defer ct.mu.Unlock()
+	ct, _ := d.tokens.get(s.endpointID, s.authKey, newCachedToken)
+	wait, cancel := context.WithTimeout(ctx, d.schedule.AttemptTimeout)
+	defer cancel()
+	select {
+	case ct.lock <- struct{}{}:
+	case <-wait.Done():
+		return d.fail(row, newAuthError(wait.Err(), ""), false, nil)
+	}
+	defer func() { <-ct.lock }()
 	if ct.token != "" && ct.token != stale && d.now().Before(ct.refreshAt) {
 		s.token = ct.token
 		return nil
