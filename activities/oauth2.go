@@ -75,7 +75,9 @@ func (d *Deliverer) token(ctx context.Context, s *sender, stale string, row *mod
 	if expiry.IsZero() {
 		expiry = now.Add(defaultTokenLifetime)
 	}
-	ct.token, ct.refreshAt = tok.AccessToken, expiry.Add(-min(maxTokenRefreshMargin, expiry.Sub(now)/10))
+	// A lifetime already over (clocks apart) leaves no margin: the token
+	// goes out once, and the next attempt asks again.
+	ct.token, ct.refreshAt = tok.AccessToken, expiry.Add(-max(0, min(maxTokenRefreshMargin, expiry.Sub(now)/10)))
 	s.token = ct.token
 	return nil
 }
