@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/recordhub/recordhub/activities/authtest"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
@@ -25,11 +26,11 @@ import (
 // change of the endpoint's TLS material takes effect at the next attempt;
 // the key is in no row and no log line.
 func TestAttemptMutualTLS(t *testing.T) {
-	serverCA, clientCA, otherCA := newTestCA(t, "receiver CA"), newTestCA(t, "client CA"), newTestCA(t, "other CA")
-	_, _, serverPair := serverCA.issue(t, "127.0.0.1", true)
-	clientCert, clientKey, _ := clientCA.issue(t, "recordhub acme", false)
+	serverCA, clientCA, otherCA := authtest.NewCA(t, "receiver CA"), authtest.NewCA(t, "client CA"), authtest.NewCA(t, "other CA")
+	_, _, serverPair := serverCA.Issue(t, "127.0.0.1", true)
+	clientCert, clientKey, _ := clientCA.Issue(t, "recordhub acme", false)
 	pool := x509.NewCertPool()
-	pool.AddCert(clientCA.cert)
+	pool.AddCert(clientCA.Cert)
 
 	var (
 		mu    sync.Mutex
@@ -63,10 +64,10 @@ func TestAttemptMutualTLS(t *testing.T) {
 		tls     models.EndpointTLS
 		wantErr string
 	}{
-		{"certificate and the receiver's CA", models.EndpointTLS{ClientCertificate: clientCert, ClientKey: clientKey, CACertificates: serverCA.pem}, ""},
-		{"no certificate", models.EndpointTLS{CACertificates: serverCA.pem}, models.DeliveryErrTLS},
-		{"another CA bundle", models.EndpointTLS{ClientCertificate: clientCert, ClientKey: clientKey, CACertificates: otherCA.pem}, models.DeliveryErrTLS},
-		{"certificate and the receiver's CA again", models.EndpointTLS{ClientCertificate: clientCert, ClientKey: clientKey, CACertificates: serverCA.pem}, ""},
+		{"certificate and the receiver's CA", models.EndpointTLS{ClientCertificate: clientCert, ClientKey: clientKey, CACertificates: serverCA.PEM}, ""},
+		{"no certificate", models.EndpointTLS{CACertificates: serverCA.PEM}, models.DeliveryErrTLS},
+		{"another CA bundle", models.EndpointTLS{ClientCertificate: clientCert, ClientKey: clientKey, CACertificates: otherCA.PEM}, models.DeliveryErrTLS},
+		{"certificate and the receiver's CA again", models.EndpointTLS{ClientCertificate: clientCert, ClientKey: clientKey, CACertificates: serverCA.PEM}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			setTLS(c.tls)

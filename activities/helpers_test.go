@@ -5,23 +5,15 @@ package activities
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -33,15 +25,10 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
-	oidcstorage "github.com/zitadel/oidc/v3/example/server/storage"
-	"github.com/zitadel/oidc/v3/pkg/client/rp"
-	"github.com/zitadel/oidc/v3/pkg/oidc"
-	"github.com/zitadel/oidc/v3/pkg/op"
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/recordhub/recordhub/models"
-	"github.com/recordhub/recordhub/models/storetest"
 )
 
 // fakeDNS is a DNS server on loopback that answers A and AAAA questions
@@ -486,184 +473,6 @@ func (f *fakeReplays) StartReplay(_ context.Context, ev *models.Event, _ *models
 
 func (f *fakeReplays) ReplayWorkflowID(eventID, endpointID string, n int) string {
 	return fmt.Sprintf("replay/%s/%s/%d", eventID, endpointID, n)
-}
-
-// authServer is an OAuth2 authorization server from a maintained library
-// (zitadel/oidc's op), serving the client credentials grant to one client
-// and signing JWT access tokens that expire lifetime after clock's now.
-type authServer struct {
-	*httptest.Server
-	issuer   string
-	clientID string
-	secret   string
-	// requests counts the token endpoint's requests; lastStatus is the
-	// status of its last answer; audiences the audience parameters sent.
-	requests   atomic.Int64
-	lastStatus atomic.Int64
-	mu         sync.Mutex
-	audiences  []string
-	verifier   *op.AccessTokenVerifier
-}
-
-func newAuthServer(t testing.TB, clock *storetest.Clock, lifetime time.Duration) *authServer {
-	t.Helper()
-	a := &authServer{clientID: "recordhub-acme", secret: "cs-9f3e1d7a-client-secret"}
-	var provider http.Handler
-	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/oauth/token" {
-			a.requests.Add(1)
-			if err := r.ParseForm(); err == nil {
-				a.mu.Lock()
-				a.audiences = append(a.audiences, r.PostForm.Get("audience"))
-				a.mu.Unlock()
-			}
-			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-			provider.ServeHTTP(sw, r)
-			a.lastStatus.Store(int64(sw.status))
-			return
-		}
-		provider.ServeHTTP(w, r)
-	}))
-	t.Cleanup(a.Close)
-	a.issuer = a.URL
-	st := &authStorage{
-		Storage: oidcstorage.NewStorage(oidcstorage.NewUserStore(a.issuer)),
-		client:  a.clientID, secret: a.secret, lifetime: lifetime, now: clock.Now,
-	}
-	p, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256([]byte("test"))}, st, op.StaticIssuer(a.issuer), op.WithAllowInsecure())
-	if err != nil {
-		t.Fatalf("authorization server: %v", err)
-	}
-	provider = p
-	a.verifier = op.NewAccessTokenVerifier(a.issuer, rp.NewRemoteKeySet(http.DefaultClient, a.issuer+"/keys"))
-	return a
-}
-
-func (a *authServer) tokenURL() string { return a.URL + "/oauth/token" }
-
-// verify checks an access token as a resource server does: issued by a,
-// signed with its keys, for its client, not expired by real time; and not
-// expired by clock, the time the test moved to. It returns its expiry.
-func (a *authServer) verify(ctx context.Context, token string, now time.Time) (time.Time, error) {
-	claims, err := op.VerifyAccessToken[*oidc.AccessTokenClaims](ctx, token, a.verifier)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if claims.Subject != a.clientID {
-		return time.Time{}, fmt.Errorf("token for %q", claims.Subject)
-	}
-	exp := claims.GetExpiration()
-	if !now.Before(exp) {
-		return exp, fmt.Errorf("token expired at %s, now %s", exp, now)
-	}
-	return exp, nil
-}
-
-func (a *authServer) audienceParams() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]string(nil), a.audiences...)
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	w.status = code
-	w.ResponseWriter.WriteHeader(code)
-}
-
-// authStorage is the library's example storage with one client allowed
-// the client credentials grant, whose tokens are JWTs on the test's clock.
-type authStorage struct {
-	*oidcstorage.Storage
-	client, secret string
-	lifetime       time.Duration
-	now            func() time.Time
-}
-
-type jwtClient struct{ op.Client }
-
-func (jwtClient) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeJWT }
-func (jwtClient) GrantTypes() []oidc.GrantType {
-	return []oidc.GrantType{oidc.GrantTypeClientCredentials}
-}
-
-func (s *authStorage) ClientCredentials(_ context.Context, id, secret string) (op.Client, error) {
-	if id != s.client || secret != s.secret {
-		return nil, errors.New("wrong client id or secret")
-	}
-	return jwtClient{oidcstorage.WebClient(id, secret)}, nil
-}
-
-func (s *authStorage) ClientCredentialsTokenRequest(_ context.Context, id string, scopes []string) (op.TokenRequest, error) {
-	return &oidc.JWTTokenRequest{Subject: id, Audience: []string{"receiver"}, Scopes: scopes}, nil
-}
-
-func (s *authStorage) CreateAccessToken(context.Context, op.TokenRequest) (string, time.Time, error) {
-	return models.NewID("tok_"), s.now().Add(s.lifetime), nil
-}
-
-// testCA is a certificate authority of a test's own.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  string
-}
-
-func newTestCA(t testing.TB, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))}
-}
-
-// issue returns a certificate for name signed by the CA, and its key, PEM;
-// a client certificate unless server.
-func (ca *testCA) issue(t testing.TB, name string, server bool) (certPEM, keyPEM string, pair tls.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(12 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	keyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}))
-	pair, err = tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return certPEM, keyPEM, pair
 }
 
 // isRetryable reports whether err is an attempt's application error that

@@ -11,6 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/recordhub/recordhub/activities/authtest"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
@@ -28,7 +29,7 @@ type tokenReceiver struct {
 	lastToken        atomic.Value
 }
 
-func newTokenReceiver(t *testing.T, as *authServer, clock *storetest.Clock) *tokenReceiver {
+func newTokenReceiver(t *testing.T, as *authtest.Server, clock *storetest.Clock) *tokenReceiver {
 	t.Helper()
 	tr := &tokenReceiver{revoked: map[string]bool{}}
 	tr.receiver = newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
@@ -38,7 +39,7 @@ func newTokenReceiver(t *testing.T, as *authServer, clock *storetest.Clock) *tok
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		exp, err := as.verify(r.Context(), tok, clock.Now())
+		exp, err := as.Verify(r.Context(), tok, clock.Now())
 		tr.mu.Lock()
 		revoked := tr.revoked[tok]
 		tr.mu.Unlock()
@@ -78,12 +79,12 @@ func TestAttemptOAuth2ClientCredentials(t *testing.T) {
 		t.Run(string(dialect), func(t *testing.T) {
 			const lifetime = 5 * time.Minute
 			clock := storetest.NewClock()
-			as := newAuthServer(t, clock, lifetime)
+			as := authtest.NewServer(t, clock.Now, lifetime)
 			recv := newTokenReceiver(t, as, clock)
 			db := storetest.NewDB(t, dialect)
 			f := newFixture(t, db.Open(t, models.Options{}), recv.URL+"/hook")
 			auth := models.EndpointAuth{
-				Type: models.AuthOAuth2ClientCredentials, TokenURL: as.tokenURL(), ClientID: as.clientID, ClientSecret: as.secret,
+				Type: models.AuthOAuth2ClientCredentials, TokenURL: as.TokenURL(), ClientID: as.ClientID, ClientSecret: as.Secret,
 				Scopes: []string{"webhooks:write"}, Audience: "https://receiver.example",
 			}
 			if _, err := f.store.UpdateEndpoint(t.Context(), f.tenantID, f.endpoint.ID, models.EndpointInput{Auth: &auth}, nil); err != nil {
@@ -106,24 +107,24 @@ func TestAttemptOAuth2ClientCredentials(t *testing.T) {
 			for range 3 {
 				attempt(true)
 			}
-			if got := as.requests.Load(); got != 1 {
+			if got := as.Requests.Load(); got != 1 {
 				t.Errorf("%d token requests for 3 attempts, want 1", got)
 			}
-			if got := as.audienceParams(); len(got) != 1 || got[0] != auth.Audience {
+			if got := as.Audiences(); len(got) != 1 || got[0] != auth.Audience {
 				t.Errorf("audience parameters %q, want %q", got, auth.Audience)
 			}
 
 			// 20 s before it expires the token is refreshed, not sent.
 			clock.Advance(lifetime - 20*time.Second)
 			attempt(true)
-			if got := as.requests.Load(); got != 2 {
+			if got := as.Requests.Load(); got != 2 {
 				t.Errorf("%d token requests after nearing expiry, want 2", got)
 			}
 			// Past the new token's expiry: a third token, never the old one.
 			clock.Advance(lifetime + time.Second)
 			attempt(true)
 			attempt(true)
-			if got := as.requests.Load(); got != 3 {
+			if got := as.Requests.Load(); got != 3 {
 				t.Errorf("%d token requests after expiry, want 3", got)
 			}
 			if n := recv.expired.Load(); n != 0 {
@@ -136,7 +137,7 @@ func TestAttemptOAuth2ClientCredentials(t *testing.T) {
 			before := len(f.rows(t))
 			sent := len(recv.requests())
 			attempt(true)
-			if got := as.requests.Load(); got != 4 {
+			if got := as.Requests.Load(); got != 4 {
 				t.Errorf("%d token requests after a 401, want 4", got)
 			}
 			if got := len(recv.requests()) - sent; got != 2 {
@@ -166,7 +167,7 @@ func TestAttemptOAuth2ClientCredentials(t *testing.T) {
 				t.Fatalf("attempt with a wrong secret: %+v, %v; want auth_failed", out, err)
 			}
 			row := f.rows(t)[len(f.rows(t))-1]
-			status := int(as.lastStatus.Load())
+			status := int(as.LastStatus.Load())
 			if status < 400 || row.ResponseStatus == nil || *row.ResponseStatus != status || out.StatusCode != status {
 				t.Errorf("auth_failed row's status %v (output %d), want the token endpoint's %d", row.ResponseStatus, out.StatusCode, status)
 			}
@@ -201,7 +202,7 @@ func TestAttemptOAuth2ClientCredentials(t *testing.T) {
 					t.Errorf("attempt %d row: Authorization %q, want it masked", r.Attempt, a)
 				}
 			}
-			secrets := []string{as.secret, wrong.ClientSecret, recv.lastToken.Load().(string)}
+			secrets := []string{as.Secret, wrong.ClientSecret, recv.lastToken.Load().(string)}
 			assertNoSecrets(t, db, logs.String(), secrets...)
 			if len(spans.Ended()) == 0 {
 				t.Error("no spans")
@@ -248,11 +249,11 @@ func assertNoSecrets(t *testing.T, db *storetest.DB, log string, secrets ...stri
 func TestTokenRequestsPer1000Deliveries(t *testing.T) {
 	const lifetime = 5 * time.Minute
 	clock := storetest.NewClock()
-	as := newAuthServer(t, clock, lifetime)
+	as := authtest.NewServer(t, clock.Now, lifetime)
 	recv := newTokenReceiver(t, as, clock)
 	db := storetest.NewDB(t, models.SQLite)
 	f := newFixture(t, db.Open(t, models.Options{}), recv.URL)
-	auth := models.EndpointAuth{Type: models.AuthOAuth2ClientCredentials, TokenURL: as.tokenURL(), ClientID: as.clientID, ClientSecret: as.secret}
+	auth := models.EndpointAuth{Type: models.AuthOAuth2ClientCredentials, TokenURL: as.TokenURL(), ClientID: as.ClientID, ClientSecret: as.Secret}
 	if _, err := f.store.UpdateEndpoint(t.Context(), f.tenantID, f.endpoint.ID, models.EndpointInput{Auth: &auth}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -278,8 +279,8 @@ func TestTokenRequestsPer1000Deliveries(t *testing.T) {
 		clock.Advance(time.Minute)
 	}
 	t.Logf("%d token requests for %d deliveries (%d at a time, %s tokens, 15 minutes); the receiver saw %d expired tokens",
-		as.requests.Load(), deliveries, workers, lifetime, recv.expired.Load())
-	if got := as.requests.Load(); got < 3 || got > 5 || d.tokenRequests.Load() != got {
+		as.Requests.Load(), deliveries, workers, lifetime, recv.expired.Load())
+	if got := as.Requests.Load(); got < 3 || got > 5 || d.tokenRequests.Load() != got {
 		t.Errorf("%d token requests (deliverer counted %d), want about one per token lifetime (3 to 5)", got, d.tokenRequests.Load())
 	}
 	if recv.expired.Load() != 0 || recv.refused.Load() != 0 {

@@ -621,3 +621,13 @@ func (c *child) kill(t *testing.T) {
 	c.cmd.Process.Signal(syscall.SIGKILL)
 	c.cmd.Wait()
 }
+
+// mustJSON encodes v, for a request body or to search an answer.
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
