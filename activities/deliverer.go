@@ -13,6 +13,7 @@ import (
 	"net/http/httptrace"
 	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -32,6 +33,9 @@ type Store interface {
 	EndpointSecrets(e *models.WebhookEndpoint) (current, previous string, err error)
 	// EndpointHeaders returns the endpoint's custom headers in clear.
 	EndpointHeaders(e *models.WebhookEndpoint) (map[string]string, error)
+	// EndpointCredentials returns the endpoint's auth and TLS material in
+	// clear, nil for what it has none of.
+	EndpointCredentials(e *models.WebhookEndpoint) (*models.EndpointAuth, *models.EndpointTLS, error)
 	// InsertAttempt writes an attempt's row, in flight before its request
 	// is sent or finished when none is sent, and marks the same run's
 	// earlier attempts still in flight worker_lost.
@@ -129,6 +133,12 @@ type Deliverer struct {
 	log     *slog.Logger
 	// local bounds each tenant's local first attempts in flight.
 	local *localGate
+	// tokens and tlsClients hold endpoints' access tokens and clients
+	// with TLS material (see credentials.go); tokenRequests counts the
+	// token requests made.
+	tokens        *lru[*cachedToken]
+	tlsClients    *lru[*http.Client]
+	tokenRequests atomic.Int64
 }
 
 // NewDeliverer returns a Deliverer that reads and writes through store.
@@ -199,6 +209,8 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 		tracing:      newTracing(cfg.TracerProvider, cfg.Propagator),
 		log:          cfg.Logger,
 		local:        newLocalGate(cfg.LocalAttemptsPerTenant),
+		tokens:       newLRU[*cachedToken](maxCachedTokens, nil),
+		tlsClients:   newLRU(maxCachedTLSClients, closeIdle),
 	}, nil
 }
 
@@ -317,7 +329,7 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 		replayOf := in.ReplayOf
 		row.ReplayOf = &replayOf
 	}
-	req, f := d.prepare(ctx, in, info.attempt, row)
+	req, snd, f := d.prepare(ctx, in, info.attempt, row)
 	if f != nil && f.code == models.DeliveryErrSuperseded {
 		return d.superseded(ctx, row)
 	}
@@ -336,7 +348,7 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 			out := AttemptOutput{Attempt: row.Attempt, Error: DeliveryErrInternal}
 			return out, temporal.NewApplicationErrorWithCause("record delivery attempt before sending: "+err.Error(), ErrTypeStore, err, out)
 		}
-		f = d.send(req.Context(), req, row)
+		f = d.send(req.Context(), &snd, req, row)
 	}
 	if span != nil {
 		d.tracing.end(span, row, f)
@@ -478,10 +490,10 @@ func (d *Deliverer) insertInFlight(ctx context.Context, row *models.WebhookDeliv
 }
 
 // prepare loads what the attempt sends and builds its request, filling row
-// with the request as it will be sent. A non-nil failure, also written into
-// row, means nothing is to be sent.
-func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, row *models.WebhookDelivery) (req *http.Request, f *failure) {
-	fail := func(err error) (*http.Request, *failure) { return nil, d.fail(row, err, false, nil) }
+// with the request as it will be sent, and picks how it is sent. A non-nil
+// failure, also written into row, means nothing is to be sent.
+func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, row *models.WebhookDelivery) (req *http.Request, snd sender, f *failure) {
+	fail := func(err error) (*http.Request, sender, *failure) { return nil, snd, d.fail(row, err, false, nil) }
 
 	// One read: a missing event comes back without an endpoint, a
 	// missing endpoint with its event.
@@ -508,7 +520,7 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 		case sup:
 			row.Error = models.DeliveryErrSuperseded
 			row.ErrorMessage = "not sent: a later version of the record was committed after the resync began, and its live event reached the endpoint first"
-			return nil, &failure{code: models.DeliveryErrSuperseded}
+			return nil, snd, &failure{code: models.DeliveryErrSuperseded}
 		}
 	}
 	current, previous, err := d.store.EndpointSecrets(ep)
@@ -518,6 +530,13 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 	custom, err := d.store.EndpointHeaders(ep)
 	if err != nil {
 		return fail(&internalError{"open the endpoint's headers", err})
+	}
+	auth, tlsm, err := d.store.EndpointCredentials(ep)
+	if err != nil {
+		return fail(&internalError{"open the endpoint's credentials", err})
+	}
+	if snd, err = d.senderFor(ep, auth, tlsm); err != nil {
+		return fail(&internalError{"load the endpoint's TLS material", err})
 	}
 
 	// The URL was checked at subscription time; the rules that need no DNS
@@ -545,17 +564,47 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 	if blocked != nil {
 		return fail(asBlocked(blocked, nil))
 	}
-	return req, nil
+	if snd.auth != nil {
+		if f := d.token(ctx, &snd, "", row); f != nil {
+			return nil, snd, f
+		}
+		req.Header.Set("Authorization", "Bearer "+snd.token)
+		row.RequestHeaders = sentHeaders(req) // masked, as every header recordhub does not own
+	}
+	return req, snd, nil
 }
 
 // send sends req and fills row with what came back. It returns nil on
-// success, else what went wrong, also written into row.
-func (d *Deliverer) send(ctx context.Context, req *http.Request, row *models.WebhookDelivery) *failure {
+// success, else what went wrong, also written into row. A receiver that
+// answers 401 to an access token gets one fresh token and the request once
+// more, within this attempt: the row shows the last request and its answer.
+func (d *Deliverer) send(ctx context.Context, snd *sender, req *http.Request, row *models.WebhookDelivery) *failure {
+	f := d.sendOnce(ctx, snd.client, req, row)
+	if snd.auth == nil || row.ResponseStatus == nil || *row.ResponseStatus != http.StatusUnauthorized {
+		return f
+	}
+	row.ResponseStatus, row.ResponseHeaders, row.ResponseBody = nil, models.Headers{}, ""
+	if f := d.token(ctx, snd, snd.token, row); f != nil {
+		return f
+	}
+	again := req.Clone(ctx)
+	body, err := req.GetBody()
+	if err != nil {
+		return d.fail(row, &internalError{"send the request again", err}, false, nil)
+	}
+	again.Body = body
+	again.Header.Set("Authorization", "Bearer "+snd.token)
+	row.Error, row.ErrorMessage = "", ""
+	return d.sendOnce(ctx, snd.client, again, row)
+}
+
+// sendOnce sends req through client and fills row with what came back.
+func (d *Deliverer) sendOnce(ctx context.Context, client *http.Client, req *http.Request, row *models.WebhookDelivery) *failure {
 	var tr timing
 	reqCtx, cancel := context.WithTimeout(ctx, d.schedule.AttemptTimeout)
 	defer cancel()
 	defer tr.fill(row)
-	resp, err := d.client.Do(req.WithContext(httptrace.WithClientTrace(reqCtx, tr.trace())))
+	resp, err := client.Do(req.WithContext(httptrace.WithClientTrace(reqCtx, tr.trace())))
 	if err != nil {
 		return d.fail(row, err, errors.Is(reqCtx.Err(), context.DeadlineExceeded), tr.handshakeFailed())
 	}

@@ -60,6 +60,8 @@
 //     earlier than the schedule, never past its longest interval;
 //   - 410 Gone disables the endpoint and ends the delivery
 //     ([ErrTypeReceiverGone]);
+//   - a token endpoint that refuses the client or cannot be reached is
+//     auth_failed, [ErrTypeDeliveryFailed], retried;
 //   - a blocked destination, a deleted or disabled endpoint, a vanished
 //     event end the delivery (non-retryable: [ErrTypeBlockedDestination],
 //     [ErrTypeEndpointGone], [ErrTypeEndpointDisabled], [ErrTypeEventGone]);
@@ -97,6 +99,31 @@
 // the IANA special-purpose registries; RECORDHUB_WEBHOOK_ALLOW_CIDRS
 // ([ParseAllowCIDRs]) is the only exemption. The transport never uses a
 // proxy: through one, the proxy's address would be what is checked.
+//
+// # Receiver credentials
+//
+// An endpoint may carry OAuth2 client credentials and TLS material
+// (credentials.go, oauth2.go), opened from the store at each attempt like
+// its secret. With TLS material the attempt goes through a client of its
+// own: a clone of the guarded transport (same dialer, so the same egress
+// checks) with the client certificate and, when given, the CA bundle as
+// its only roots; clients are kept per endpoint and configuration in a
+// bounded LRU that closes a dropped client's connections. With auth, prepare
+// puts an access token in Authorization, from a per-worker cache keyed
+// the same way (a PATCH re-seals the configuration, so its hash changes
+// and the next attempt asks anew). The token request goes through the
+// Deliverer's own guarded client, never following a redirect; concurrent
+// attempts of one endpoint wait for one request. A token is used until 30
+// s, or a tenth of its lifetime, before the expiry its answer gave (read
+// on the Deliverer's clock), so an expired one is never sent. A 401 from
+// the receiver drops the token and sends the request once more within the
+// same attempt; the row shows the last request. A token request that fails
+// becomes an authError: auth_failed with the token endpoint's status and
+// answer (the client secret scrubbed from it), or blocked_destination when
+// the guard refused its address. authError keeps no link to the library's
+// error, whose text may hold the whole answer, so nothing secret reaches
+// Temporal's history. Authorization is not one of recordhub's own headers,
+// so rows store it masked like a custom header.
 //
 // # The local-attempt gate
 //

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -23,9 +24,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recordhub/recordhub/models"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"go.temporal.io/sdk/temporal"
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/recordhub/recordhub/models"
 )
 
 // fakeDNS is a DNS server on loopback that answers A and AAAA questions
@@ -411,6 +414,10 @@ func (nopStore) EndpointHeaders(*models.WebhookEndpoint) (map[string]string, err
 	return nil, nil
 }
 
+func (nopStore) EndpointCredentials(*models.WebhookEndpoint) (*models.EndpointAuth, *models.EndpointTLS, error) {
+	return nil, nil, nil
+}
+
 func (nopStore) InsertAttempt(context.Context, *models.WebhookDelivery) error { return nil }
 
 func (nopStore) FinishAttempt(context.Context, *models.WebhookDelivery) error { return nil }
@@ -466,4 +473,11 @@ func (f *fakeReplays) StartReplay(_ context.Context, ev *models.Event, _ *models
 
 func (f *fakeReplays) ReplayWorkflowID(eventID, endpointID string, n int) string {
 	return fmt.Sprintf("replay/%s/%s/%d", eventID, endpointID, n)
+}
+
+// isRetryable reports whether err is an attempt's application error that
+// Temporal retries.
+func isRetryable(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && !appErr.NonRetryable()
 }

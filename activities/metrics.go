@@ -39,7 +39,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		outcomeSuccess, models.DeliveryErrTimeout, models.DeliveryErrConnectionRefused, models.DeliveryErrDNS,
 		models.DeliveryErrTLS, models.DeliveryErrBlockedDestination, models.DeliveryErrHTTPStatus,
 		models.DeliveryErrEndpointGone, models.DeliveryErrEndpointDisabled, models.DeliveryErrConnection,
-		DeliveryErrEventGone, DeliveryErrCanceled, DeliveryErrInternal,
+		DeliveryErrEventGone, DeliveryErrCanceled, DeliveryErrInternal, models.DeliveryErrAuthFailed,
 	} {
 		m.attempts.WithLabelValues(o)
 	}

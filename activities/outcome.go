@@ -181,6 +181,7 @@ func classify(err error, timeout time.Duration, timedOut bool, tlsErr error) fai
 
 func classifyCause(err error, timeout time.Duration, timedOut bool, tlsErr error) failure {
 	var (
+		auth     *authError
 		blocked  *blockedError
 		status   *statusError
 		internal *internalError
@@ -188,6 +189,12 @@ func classifyCause(err error, timeout time.Duration, timedOut bool, tlsErr error
 		netErr   net.Error
 	)
 	switch {
+	case errors.As(err, &auth) && auth.blocked != nil:
+		return failure{code: models.DeliveryErrBlockedDestination, message: auth.message, errType: ErrTypeBlockedDestination}
+	case errors.As(err, &auth):
+		// Retried on the schedule: the token endpoint may be back, or its
+		// client fixed, by the next attempt.
+		return failure{code: models.DeliveryErrAuthFailed, message: auth.message, errType: ErrTypeDeliveryFailed, retry: true}
 	case errors.As(err, &blocked):
 		return failure{code: models.DeliveryErrBlockedDestination, message: blocked.Error(), errType: ErrTypeBlockedDestination}
 	case errors.Is(err, ssrf.ErrProhibitedIP), errors.Is(err, ssrf.ErrProhibitedNetwork), errors.Is(err, ssrf.ErrProhibitedPort):
@@ -234,9 +241,13 @@ func isTLSError(err error) bool {
 		unknown x509.UnknownAuthorityError
 		host    x509.HostnameError
 		invalid x509.CertificateInvalidError
+		op      *net.OpError
 	)
+	// crypto/tls reports an alert the peer sent (a receiver that wants a
+	// client certificate, say) as a "remote error".
 	return errors.As(err, &rec) || errors.As(err, &alert) || errors.As(err, &verify) ||
-		errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid)
+		errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid) ||
+		errors.As(err, &op) && op.Op == "remote error"
 }
 
 // connectionMessage describes a connection that failed after it was made,

@@ -51,7 +51,7 @@ func TestWebhookEndpointCreate(t *testing.T) {
 				"state": "healthy", "consecutive_failures": float64(0), "last_success_at": nil, "last_failure_at": nil,
 				"disabled_at": nil, "disabled_reason": nil,
 			},
-			"headers": map[string]any{},
+			"headers": map[string]any{}, "auth": nil, "tls": nil,
 		}
 		if diff := cmp.Diff(want, withoutKeys(generated, "secret", "created_at", "updated_at")); diff != "" {
 			t.Errorf("create answer (-want +got):\n%s", diff)

@@ -5,12 +5,19 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -770,4 +777,66 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// testCert is a certificate and its key, PEM, made for a test.
+type testCert struct {
+	cert            *x509.Certificate
+	key             *ecdsa.PrivateKey
+	certPEM, keyPEM string
+}
+
+// newTestCert makes a certificate named name: a CA's when issuer is nil,
+// else one issuer signs; with reuse, on reuse's key (a renewal).
+func newTestCert(t *testing.T, name string, issuer *testCert, reuse ...*testCert) *testCert {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reuse) > 0 {
+		key = reuse[0].key
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour).Truncate(time.Second), NotAfter: time.Now().Add(90 * 24 * time.Hour).Truncate(time.Second),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	parent, signer := tmpl, key
+	if issuer == nil {
+		tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = true, true, x509.KeyUsageCertSign
+	} else {
+		parent, signer = issuer.cert, issuer.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCert{cert: cert, key: key,
+		certPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		keyPEM:  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}))}
+}
+
+// with returns a copy of m with k set to v.
+func with(m map[string]any, k string, v any) map[string]any {
+	out := maps.Clone(m)
+	out[k] = v
+	return out
+}
+
+func mustEndpoint(t *testing.T, s *models.Store, tenantID, id string) *models.WebhookEndpoint {
+	t.Helper()
+	ep, err := s.GetEndpoint(t.Context(), tenantID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
 }

@@ -36,6 +36,10 @@ type endpointJSON struct {
 	// Ordering is "none" or "record" (each record's events in version
 	// order).
 	Ordering string `json:"ordering"`
+	// Auth and TLS show the endpoint's credentials, secrets masked; null
+	// when it has none (endpoint_credentials.go).
+	Auth *endpointAuthJSON `json:"auth"`
+	TLS  *endpointTLSJSON  `json:"tls"`
 }
 
 // healthJSON is an endpoint's health.
@@ -101,6 +105,7 @@ func endpointOut(e *models.WebhookEndpoint, now time.Time) endpointJSON {
 		out.ModuleIDs = []string{}
 	}
 	out.Headers = maskedHeaders(e.HeaderNames)
+	out.Auth, out.TLS = credentialsOut(e)
 	out.Filter = e.Filter
 	if out.Filter == nil {
 		out.Filter = map[string]any{}
@@ -126,15 +131,22 @@ type endpointInput struct {
 	Filter *map[string]any `json:"filter"`
 	// Ordering: "none" or "record".
 	Ordering *string `json:"ordering"`
+	// Auth and TLS: absent, null or an object; see credentialsIn.
+	Auth json.RawMessage `json:"auth"`
+	TLS  json.RawMessage `json:"tls"`
 }
 
 func (in endpointInput) model() (models.EndpointInput, error) {
 	h, err := headersIn(in.Headers)
-	return models.EndpointInput{
+	out := models.EndpointInput{
 		URL: in.URL, Description: in.Description, Events: in.Events, ModuleIDs: in.ModuleIDs,
 		RetryMax: in.RetryMax, Enabled: in.Enabled, Secret: in.Secret, Headers: h, Filter: in.Filter,
 		Ordering: in.Ordering,
-	}, err
+	}
+	if err == nil {
+		err = credentialsIn(&out, in.Auth, in.TLS)
+	}
+	return out, err
 }
 
 // endpointSecretJSON answers an endpoint's signing secret, and during a

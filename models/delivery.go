@@ -71,6 +71,11 @@ const (
 	// reached the sequencer first. Its row has attempt 0 and counts as
 	// succeeded: the delivery is done, and recoveries leave it alone.
 	DeliveryErrSuperseded = "superseded"
+	// DeliveryErrAuthFailed: the endpoint's access token could not be
+	// had: its token endpoint refused the client or could not be reached.
+	// The row's response is the token endpoint's; nothing was sent to the
+	// receiver.
+	DeliveryErrAuthFailed = "auth_failed"
 )
 
 // DeliveryErrors lists every delivery error code, the values the
@@ -80,6 +85,7 @@ var DeliveryErrors = []string{
 	DeliveryErrBlockedDestination, DeliveryErrHTTPStatus, DeliveryErrEndpointGone,
 	DeliveryErrEndpointDisabled, DeliveryErrConnection, DeliveryErrInFlight, DeliveryErrWorkerLost,
 	DeliveryErrEventGone, DeliveryErrCanceled, DeliveryErrInternal, DeliveryErrSuperseded,
+	DeliveryErrAuthFailed,
 }
 
 // workerLostMessage is the error message of a worker_lost row.

@@ -79,6 +79,13 @@ type WebhookEndpoint struct {
 	// Ordering is OrderingNone or OrderingRecord: whether the endpoint
 	// receives each record's events in the order of its versions.
 	Ordering string
+	// Auth and TLS are the sealed JSON of the endpoint's OAuth2 client
+	// credentials and TLS material, "" when none (see
+	// Store.EndpointCredentials); AuthInfo and TLSInfo what answers show.
+	Auth     string
+	AuthInfo EndpointAuthInfo `gorm:"type:text;column:auth_info"`
+	TLS      string           `gorm:"column:tls"`
+	TLSInfo  EndpointTLSInfo  `gorm:"type:text;column:tls_info"`
 }
 
 // An endpoint's orderings.
@@ -158,6 +165,10 @@ type EndpointInput struct {
 	Filter *map[string]any
 	// Ordering, when set, is OrderingNone or OrderingRecord.
 	Ordering *string
+	// Auth and TLS, when set, replace the endpoint's credentials; a zero
+	// value removes them (see setEndpointAuth, setEndpointTLS).
+	Auth *EndpointAuth
+	TLS  *EndpointTLS
 }
 
 // URLChecker refuses destinations that resolve to blocked addresses; it
@@ -228,6 +239,11 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID string, in Endpoint
 	if in.Headers != nil {
 		headerErrs = s.setEndpointHeaders(e, *in.Headers)
 	}
+	credErrs, err := s.setEndpointCredentials(ctx, e, in, check)
+	if err != nil {
+		return nil, "", err
+	}
+	headerErrs = append(headerErrs, credErrs...)
 	ferrs, err := s.validateFilter(ctx, tenantID, e)
 	if err != nil {
 		return nil, "", err
@@ -337,6 +353,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 	if err != nil {
 		return nil, err
 	}
+	credCheck := check // a token URL the change sets is checked whatever the URL
 	if in.URL == nil {
 		check = nil
 	}
@@ -349,6 +366,11 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 	if in.Headers != nil {
 		headerErrs = s.setEndpointHeaders(e, *in.Headers)
 	}
+	credErrs, err := s.setEndpointCredentials(ctx, e, in, credCheck)
+	if err != nil {
+		return nil, err
+	}
+	headerErrs = append(headerErrs, credErrs...)
 	// The filter is checked when the change sets it or the modules it is
 	// checked against: a module whose fields changed since must not keep
 	// its endpoints from being switched off.
@@ -377,6 +399,12 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 	}
 	if in.Headers != nil {
 		u["headers"], u["header_names"] = e.Headers, e.HeaderNames
+	}
+	if in.Auth != nil {
+		u["auth"], u["auth_info"] = e.Auth, e.AuthInfo
+	}
+	if in.TLS != nil {
+		u["tls"], u["tls_info"] = e.TLS, e.TLSInfo
 	}
 	if in.Filter != nil || in.ModuleIDs != nil {
 		u["event_filter"] = e.Filter

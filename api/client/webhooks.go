@@ -26,6 +26,49 @@ type EndpointInput struct {
 	Filter map[string]any `json:"filter,omitempty"`
 	// Ordering is "none" or "record".
 	Ordering string `json:"ordering,omitempty"`
+	// Auth and TLS are the endpoint's credentials for its receiver.
+	Auth *EndpointAuth `json:"auth,omitempty"`
+	TLS  *EndpointTLS  `json:"tls,omitempty"`
+}
+
+// EndpointAuth is an endpoint's OAuth2 client credentials: its requests
+// carry an access token from TokenURL. In answers ClientSecret is
+// "<redacted>". In an update, an empty ClientSecret keeps the stored one,
+// and an EndpointAuth with nothing set removes the endpoint's auth.
+type EndpointAuth struct {
+	Type         string   `json:"type,omitempty"` // oauth2_client_credentials
+	TokenURL     string   `json:"token_url,omitempty"`
+	ClientID     string   `json:"client_id,omitempty"`
+	ClientSecret string   `json:"client_secret,omitempty"`
+	Scopes       []string `json:"scopes,omitempty"`
+	Audience     string   `json:"audience,omitempty"`
+}
+
+// EndpointTLS is an endpoint's TLS material, PEM: the client certificate
+// and key it presents, and the CA certificates its receiver is verified
+// against. In an update, an empty ClientKey beside a ClientCertificate
+// keeps the stored key, and an EndpointTLS with nothing set removes it.
+type EndpointTLS struct {
+	ClientCertificate string `json:"client_certificate,omitempty"`
+	ClientKey         string `json:"client_key,omitempty"`
+	CACertificates    string `json:"ca_certificates,omitempty"`
+}
+
+// EndpointTLSInfo describes an endpoint's TLS material as answers show
+// it: ClientKey is "<redacted>" beside a client certificate.
+type EndpointTLSInfo struct {
+	ClientCertificate *Certificate  `json:"client_certificate"`
+	ClientKey         *string       `json:"client_key"`
+	CACertificates    []Certificate `json:"ca_certificates"`
+}
+
+// Certificate describes a certificate; NotAfter is when it expires.
+type Certificate struct {
+	Subject   string    `json:"subject"`
+	Issuer    string    `json:"issuer"`
+	NotBefore time.Time `json:"not_before"`
+	NotAfter  time.Time `json:"not_after"`
+	SHA256    string    `json:"sha256"`
 }
 
 // EndpointUpdate is a change of an endpoint's settings: what is nil stays.
@@ -42,6 +85,8 @@ type EndpointUpdate struct {
 	Headers     *map[string]string `json:"headers,omitempty"`
 	Filter      *map[string]any    `json:"filter,omitempty"`
 	Ordering    *string            `json:"ordering,omitempty"`
+	Auth        *EndpointAuth      `json:"auth,omitempty"`
+	TLS         *EndpointTLS       `json:"tls,omitempty"`
 }
 
 // Endpoint is a webhook endpoint as the API shows it; Raw is the answer as
@@ -68,6 +113,10 @@ type Endpoint struct {
 	Headers  map[string]string `json:"headers"`
 	Filter   map[string]any    `json:"filter"`
 	Ordering string            `json:"ordering"`
+	// Auth and TLS are nil when the endpoint has none; their secrets are
+	// "<redacted>".
+	Auth *EndpointAuth    `json:"auth"`
+	TLS  *EndpointTLSInfo `json:"tls"`
 	// Secret is set only in the answers to create and rotate-secret.
 	Secret string `json:"secret,omitempty"`
 	// Stats is set only when asked for (EndpointListQuery.Stats,

@@ -715,3 +715,13 @@ func getJSON(url, key string, v any) error {
 	dec.UseNumber()
 	return dec.Decode(v)
 }
+
+// mustJSON encodes v, for a request body or to search an answer.
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

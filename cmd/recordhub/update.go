@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/recordhub/recordhub/api/client"
 )
@@ -13,7 +16,7 @@ import (
 // The update command is, like recover and resync, a client of the HTTP
 // API: a PATCH of the endpoint's settings that its flags name.
 
-const updateUsage = "usage: recordhub webhooks update ENDPOINT_ID --ordering none|record [--api URL] [--json]  (the admin key is read from RECORDHUB_ADMIN_KEY)"
+const updateUsage = "usage: recordhub webhooks update ENDPOINT_ID [--ordering none|record] [--oauth2-token-url URL --oauth2-client-id ID --oauth2-client-secret-file FILE [--oauth2-scopes S,…] [--oauth2-audience A] | --no-auth] [--tls-cert FILE --tls-key FILE] [--tls-ca FILE] [--no-tls] [--api URL] [--json]  (the admin key is read from RECORDHUB_ADMIN_KEY)"
 
 // updateOptions is a parsed `webhooks update` command line.
 type updateOptions struct {
@@ -21,6 +24,85 @@ type updateOptions struct {
 	api        string
 	ordering   string
 	asJSON     bool
+	// auth and tls are the endpoint's new credentials, read from the
+	// flags' files; nil leaves them as they are.
+	auth *client.EndpointAuth
+	tls  *client.EndpointTLS
+}
+
+// credentialFlags are update's flags for the endpoint's credentials:
+// secrets are read from files, never from the command line (which other
+// users of the machine can see).
+type credentialFlags struct {
+	tokenURL, clientID, secretFile, scopes, audience string
+	noAuth                                           bool
+	certFile, keyFile, caFile                        string
+	noTLS                                            bool
+}
+
+func (c *credentialFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.tokenURL, "oauth2-token-url", "", "OAuth2 client credentials: the receiver's token endpoint (https)")
+	fs.StringVar(&c.clientID, "oauth2-client-id", "", "OAuth2 client credentials: recordhub's client id")
+	fs.StringVar(&c.secretFile, "oauth2-client-secret-file", "", "OAuth2 client credentials: a `file` holding the client secret (left out: keep the stored one)")
+	fs.StringVar(&c.scopes, "oauth2-scopes", "", "OAuth2 client credentials: scopes to ask for, comma-separated")
+	fs.StringVar(&c.audience, "oauth2-audience", "", "OAuth2 client credentials: the audience parameter, when the server wants one")
+	fs.BoolVar(&c.noAuth, "no-auth", false, "remove the endpoint's OAuth2 client credentials")
+	fs.StringVar(&c.certFile, "tls-cert", "", "mutual TLS: a PEM `file` with the client certificate (and its chain)")
+	fs.StringVar(&c.keyFile, "tls-key", "", "mutual TLS: a PEM `file` with the client certificate's private key")
+	fs.StringVar(&c.caFile, "tls-ca", "", "a PEM `file` with the CA certificates that verify the receiver, instead of the system's")
+	fs.BoolVar(&c.noTLS, "no-tls", false, "remove the endpoint's TLS material")
+}
+
+// read builds the endpoint's new credentials from the flags and files.
+func (c *credentialFlags) read(opts *updateOptions) error {
+	file := func(name string) (string, error) {
+		if name == "" {
+			return "", nil
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return "", fmt.Errorf("read %w", err)
+		}
+		return string(b), nil
+	}
+	switch {
+	case c.noAuth && (c.tokenURL != "" || c.clientID != "" || c.secretFile != ""):
+		return errors.New("--no-auth goes alone, without --oauth2-* flags")
+	case c.noAuth:
+		opts.auth = &client.EndpointAuth{}
+	case c.tokenURL != "" || c.clientID != "" || c.secretFile != "" || c.scopes != "" || c.audience != "":
+		secret, err := file(c.secretFile)
+		if err != nil {
+			return err
+		}
+		opts.auth = &client.EndpointAuth{
+			Type: "oauth2_client_credentials", TokenURL: c.tokenURL, ClientID: c.clientID,
+			ClientSecret: strings.TrimSpace(secret), Audience: c.audience,
+		}
+		for sc := range strings.SplitSeq(c.scopes, ",") {
+			if sc = strings.TrimSpace(sc); sc != "" {
+				opts.auth.Scopes = append(opts.auth.Scopes, sc)
+			}
+		}
+	}
+	switch {
+	case c.noTLS && (c.certFile != "" || c.keyFile != "" || c.caFile != ""):
+		return errors.New("--no-tls goes alone, without --tls-* flags")
+	case c.noTLS:
+		opts.tls = &client.EndpointTLS{}
+	case c.certFile != "" || c.keyFile != "" || c.caFile != "":
+		opts.tls = &client.EndpointTLS{}
+		var err error
+		for _, f := range []struct {
+			name string
+			dst  *string
+		}{{c.certFile, &opts.tls.ClientCertificate}, {c.keyFile, &opts.tls.ClientKey}, {c.caFile, &opts.tls.CACertificates}} {
+			if *f.dst, err = file(f.name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func parseUpdateArgs(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) (updateOptions, error) {
@@ -29,6 +111,8 @@ func parseUpdateArgs(args []string, lookupEnv func(string) (string, bool), stdou
 	fs.StringVar(&opts.ordering, "ordering", "", `"record": the endpoint receives each record's events in the order of the record's versions; "none": as soon as each is dispatched`)
 	fs.StringVar(&opts.api, "api", "", apiFlagHelp)
 	fs.BoolVar(&opts.asJSON, "json", false, "print the endpoint as the API answers it")
+	var creds credentialFlags
+	creds.register(fs)
 	positional, err := parseArgs(fs, updateUsage, args, stdout, stderr)
 	if err != nil {
 		return opts, err
@@ -36,8 +120,11 @@ func parseUpdateArgs(args []string, lookupEnv func(string) (string, bool), stdou
 	if len(positional) != 1 || positional[0] == "" {
 		return opts, errors.New(updateUsage)
 	}
-	if opts.ordering == "" {
-		return opts, usageError(stderr, fs, updateUsage, errors.New("nothing to change: give --ordering"))
+	if err := creds.read(&opts); err != nil {
+		return opts, usageError(stderr, fs, updateUsage, err)
+	}
+	if opts.ordering == "" && opts.auth == nil && opts.tls == nil {
+		return opts, usageError(stderr, fs, updateUsage, errors.New("nothing to change: give --ordering, --oauth2-*, --no-auth, --tls-* or --no-tls"))
 	}
 	opts.endpointID = positional[0]
 	if opts.api, err = apiBase(opts.api, lookupEnv); err != nil {
@@ -59,7 +146,11 @@ func updateCommand(ctx context.Context, args []string, lookupEnv func(string) (s
 	// A PATCH that sets a value may be sent again: a 429 and a network
 	// error are both retried.
 	ep, err := callAPI(ctx, startAttempts, true, func(ctx context.Context) (*client.Endpoint, error) {
-		return c.UpdateEndpoint(ctx, opts.endpointID, client.EndpointUpdate{Ordering: &opts.ordering})
+		u := client.EndpointUpdate{Auth: opts.auth, TLS: opts.tls}
+		if opts.ordering != "" {
+			u.Ordering = &opts.ordering
+		}
+		return c.UpdateEndpoint(ctx, opts.endpointID, u)
 	})
 	if err != nil {
 		return fmt.Errorf("update %s: %w", opts.endpointID, err)
@@ -69,5 +160,15 @@ func updateCommand(ctx context.Context, args []string, lookupEnv func(string) (s
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "endpoint %s: ordering %s\n", ep.ID, ep.Ordering)
+	if err == nil && ep.Auth != nil {
+		_, err = fmt.Fprintf(stdout, "  auth: %s, token URL %s, client %s, secret %s\n", ep.Auth.Type, ep.Auth.TokenURL, ep.Auth.ClientID, ep.Auth.ClientSecret)
+	}
+	if err == nil && ep.TLS != nil && ep.TLS.ClientCertificate != nil {
+		c := ep.TLS.ClientCertificate
+		_, err = fmt.Fprintf(stdout, "  client certificate: %s, expires %s\n", c.Subject, c.NotAfter.Format(time.RFC3339))
+	}
+	if err == nil && ep.TLS != nil && len(ep.TLS.CACertificates) > 0 {
+		_, err = fmt.Fprintf(stdout, "  receiver verified by %d CA certificates\n", len(ep.TLS.CACertificates))
+	}
 	return err
 }

@@ -7,8 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestUpdateCommand: `webhooks update --ordering` PATCHes the endpoint
@@ -41,5 +45,58 @@ func TestUpdateCommand(t *testing.T) {
 	}
 	if _, _, err := runWithEnv(context.Background(), env, "webhooks", "update", "whe_1"); err == nil {
 		t.Fatal("nothing to change: no error")
+	}
+}
+
+// TestUpdateCommandCredentials: the credential flags PATCH auth and tls
+// with the secret and the PEM read from their files (never from the
+// command line), --no-auth and --no-tls remove them, and the answer is
+// printed with the secret masked and the certificate's expiry.
+func TestUpdateCommandCredentials(t *testing.T) {
+	fastRecovery(t)
+	var got []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		if err := json.Unmarshal(b, &body); err != nil {
+			t.Errorf("body %s: %v", b, err)
+		}
+		got = append(got, body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"whe_1","ordering":"none","auth":{"type":"oauth2_client_credentials","token_url":"https://auth.example.com/token","client_id":"rh","client_secret":"<redacted>","scopes":["a"],"audience":""},`+
+			`"tls":{"client_certificate":{"subject":"CN=rh","issuer":"CN=ca","not_before":"2030-01-01T00:00:00Z","not_after":"2031-01-01T00:00:00Z","sha256":"00"},"client_key":"<redacted>","ca_certificates":[]}}`)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	secretFile, certFile, keyFile := file("secret", "cs-41d2\n"), file("cert.pem", "CERT PEM"), file("key.pem", "KEY PEM")
+	env := map[string]string{"RECORDHUB_ADMIN_KEY": testAdminKey, "RECORDHUB_API_URL": srv.URL}
+	stdout, _, err := runWithEnv(context.Background(), env, "webhooks", "update", "whe_1",
+		"--oauth2-token-url", "https://auth.example.com/token", "--oauth2-client-id", "rh", "--oauth2-client-secret-file", secretFile, "--oauth2-scopes", "a, b",
+		"--tls-cert", certFile, "--tls-key", keyFile)
+	if err != nil || !strings.Contains(stdout, "secret <redacted>") || !strings.Contains(stdout, "CN=rh, expires 2031-01-01T00:00:00Z") {
+		t.Fatalf("update: %v\n%s", err, stdout)
+	}
+	want := map[string]any{
+		"auth": map[string]any{"type": "oauth2_client_credentials", "token_url": "https://auth.example.com/token", "client_id": "rh", "client_secret": "cs-41d2", "scopes": []any{"a", "b"}},
+		"tls":  map[string]any{"client_certificate": "CERT PEM", "client_key": "KEY PEM"},
+	}
+	if diff := cmp.Diff(got[0], want); diff != "" {
+		t.Errorf("PATCH body (-got +want):\n%s", diff)
+	}
+	if _, _, err := runWithEnv(context.Background(), env, "webhooks", "update", "whe_1", "--no-auth", "--no-tls"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(got[1], map[string]any{"auth": map[string]any{}, "tls": map[string]any{}}); diff != "" {
+		t.Errorf("PATCH body of --no-auth --no-tls (-got +want):\n%s", diff)
+	}
+	if _, _, err := runWithEnv(context.Background(), env, "webhooks", "update", "whe_1", "--no-tls", "--tls-ca", certFile); err == nil {
+		t.Error("--no-tls with --tls-ca: no error")
 	}
 }

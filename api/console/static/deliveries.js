@@ -11,7 +11,7 @@ const PAGE_SIZE = 50;
 // The values of the API's filters (models.EventTypes, models.DeliveryErrors).
 const EVENT_TYPES = ['record_created', 'record_updated', 'record_deleted', 'status_change', 'custom_data_updated', 'endpoint_disabled'];
 const ERROR_CODES = ['timeout', 'connection_refused', 'dns', 'tls', 'blocked_destination', 'http_status', 'endpoint_gone',
-  'endpoint_disabled', 'connection', 'in_flight', 'worker_lost', 'event_gone', 'canceled', 'internal'];
+  'endpoint_disabled', 'connection', 'in_flight', 'worker_lost', 'event_gone', 'canceled', 'internal', 'auth_failed'];
 
 // The filters kept in the hash, as the API names them.
 const FILTERS = ['endpoint_id', 'event_id', 'record_id', 'event_type', 'succeeded', 'error', 'since', 'until'];

@@ -160,6 +160,7 @@ function card(ctx, e) {
       ' · ', h('span', { 'data-testid': 'endpoint-ordering', 'data-ordering': e.ordering || 'none' },
         ordered ? "each record's events in version order" : 'unordered')),
     headerNames.length ? customHeaders(headerNames) : null,
+    credentialsLine(e),
     filterLine(e),
     h('p', { class: 'health-detail muted', 'data-testid': 'endpoint-health-detail' }, detail.length ? detail.join(' · ') : 'no failures'),
     stats(e.stats),
@@ -188,6 +189,31 @@ function modules(e) {
     list.push(moduleName(named.get(id) || { id }, 'endpoint-module'));
   });
   return h('span', { 'data-testid': 'endpoint-modules' }, ids.length === 1 ? 'module ' : 'modules ', list);
+}
+
+// credentialsLine shows the endpoint's OAuth2 client and TLS material as
+// the API answers them: secrets masked (the page never has them), each
+// certificate by subject and expiry; nothing without either.
+function credentialsLine(e) {
+  const parts = [];
+  if (e.auth) {
+    parts.push(h('span', { class: 'chip', 'data-testid': 'endpoint-auth', 'data-client-id': e.auth.client_id },
+      'OAuth2 client ', h('code', null, e.auth.client_id), ` at ${e.auth.token_url}, secret ${MASK}`));
+  }
+  if (e.tls && e.tls.client_certificate) {
+    const c = e.tls.client_certificate;
+    const expired = Date.parse(c.not_after) < Date.now();
+    parts.push(h('span', { class: 'chip', 'data-testid': 'endpoint-client-certificate', 'data-not-after': c.not_after },
+      `client certificate ${c.subject}, key ${MASK}, ${expired ? 'expired' : 'expires'} `, time(c.not_after)));
+  }
+  if (e.tls && (e.tls.ca_certificates || []).length) {
+    const n = e.tls.ca_certificates.length;
+    parts.push(h('span', { class: 'chip', 'data-testid': 'endpoint-ca-certificates' }, `receiver verified by ${n} CA certificate${n === 1 ? '' : 's'}`));
+  }
+  if (!parts.length) return null;
+  const list = [];
+  parts.forEach((p, i) => { if (i > 0) list.push(' '); list.push(p); });
+  return h('p', { class: 'meta', 'data-testid': 'endpoint-credentials' }, 'credentials ', list);
 }
 
 // filterLine shows the endpoint's content filter, its conditions as
