@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/recordhub/recordhub/activities/throttle"
 	"github.com/recordhub/recordhub/models"
 )
 
@@ -105,6 +106,9 @@ type Config struct {
 	// flight in this process (DefaultLocalAttemptsPerTenant when zero);
 	// past it a first attempt is deferred to an attempt activity.
 	LocalAttemptsPerTenant int
+	// Throttle holds endpoints' throttles; nil holds them in this process
+	// only (throttle.NewMemory).
+	Throttle Throttle
 }
 
 // Deliverer makes delivery attempts. Register it with the Temporal worker;
@@ -129,6 +133,8 @@ type Deliverer struct {
 	log     *slog.Logger
 	// local bounds each tenant's local first attempts in flight.
 	local *localGate
+	// throttle holds endpoints' rate_limit and max_in_flight.
+	throttle Throttle
 }
 
 // NewDeliverer returns a Deliverer that reads and writes through store.
@@ -156,6 +162,9 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Throttle == nil {
+		cfg.Throttle = throttle.NewMemory(nil)
 	}
 	eg := newEgress(cfg.AllowCIDRs)
 	dialer := &net.Dialer{
@@ -199,6 +208,7 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 		tracing:      newTracing(cfg.TracerProvider, cfg.Propagator),
 		log:          cfg.Logger,
 		local:        newLocalGate(cfg.LocalAttemptsPerTenant),
+		throttle:     cfg.Throttle,
 	}, nil
 }
 
@@ -233,6 +243,10 @@ type AttemptInput struct {
 	// written its row and reached the receiver; the new number makes that
 	// row worker_lost and counts it as one of the delivery's attempts.
 	Renumber bool `json:"Renumber,omitempty"`
+	// Throttled: the attempt was throttled before (ErrTypeThrottled) and
+	// comes back at the time its wait said; it keeps its place in the
+	// endpoint's queue.
+	Throttled bool `json:"Throttled,omitempty"`
 }
 
 // AttemptOutput reports an attempt. A successful Attempt returns it; a
@@ -317,11 +331,28 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 		replayOf := in.ReplayOf
 		row.ReplayOf = &replayOf
 	}
-	req, f := d.prepare(ctx, in, info.attempt, row)
+	req, limits, f := d.prepare(ctx, in, info.attempt, row)
 	if f != nil && f.code == models.DeliveryErrSuperseded {
 		return d.superseded(ctx, row)
 	}
 	inFlight := f == nil
+	// The endpoint's throttle: after everything that may end the attempt
+	// with nothing to send, before its row, so that an attempt refused a
+	// slot leaves no trace but a timer in the workflow.
+	var permit *throttle.Permit
+	if inFlight && limits.Limited() {
+		var err error
+		if permit, err = d.acquire(ctx, in, info, limits); permit == nil {
+			var appErr *temporal.ApplicationError
+			if errors.As(err, &appErr) && appErr.Type() == ErrTypeThrottled {
+				return AttemptOutput{Attempt: info.attempt}, err
+			}
+			// Nothing was written or sent: as when the in-flight row fails.
+			d.metrics.observe(DeliveryErrInternal, time.Since(begin))
+			out := AttemptOutput{Attempt: info.attempt, Error: DeliveryErrInternal}
+			return out, temporal.NewApplicationErrorWithCause("take the endpoint's throttle slot: "+err.Error(), ErrTypeStore, err, out)
+		}
+	}
 	var span trace.Span
 	if inFlight && d.tracing != nil {
 		req, span = d.tracing.start(req, in, info.attempt)
@@ -332,11 +363,16 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 			if span != nil {
 				span.End() // nothing was sent
 			}
+			permit.Release()
 			d.metrics.observe(DeliveryErrInternal, time.Since(begin))
 			out := AttemptOutput{Attempt: row.Attempt, Error: DeliveryErrInternal}
 			return out, temporal.NewApplicationErrorWithCause("record delivery attempt before sending: "+err.Error(), ErrTypeStore, err, out)
 		}
+		if err := permit.Sending(); err != nil {
+			d.log.WarnContext(ctx, "throttle: stamp the send time", "endpoint_id", in.EndpointID, "error", err)
+		}
 		f = d.send(req.Context(), req, row)
+		permit.Release()
 	}
 	if span != nil {
 		d.tracing.end(span, row, f)
@@ -480,8 +516,10 @@ func (d *Deliverer) insertInFlight(ctx context.Context, row *models.WebhookDeliv
 // prepare loads what the attempt sends and builds its request, filling row
 // with the request as it will be sent. A non-nil failure, also written into
 // row, means nothing is to be sent.
-func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, row *models.WebhookDelivery) (req *http.Request, f *failure) {
-	fail := func(err error) (*http.Request, *failure) { return nil, d.fail(row, err, false, nil) }
+func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, row *models.WebhookDelivery) (req *http.Request, limits models.Throttle, f *failure) {
+	fail := func(err error) (*http.Request, models.Throttle, *failure) {
+		return nil, models.Throttle{}, d.fail(row, err, false, nil)
+	}
 
 	// One read: a missing event comes back without an endpoint, a
 	// missing endpoint with its event.
@@ -508,7 +546,7 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 		case sup:
 			row.Error = models.DeliveryErrSuperseded
 			row.ErrorMessage = "not sent: a later version of the record was committed after the resync began, and its live event reached the endpoint first"
-			return nil, &failure{code: models.DeliveryErrSuperseded}
+			return nil, models.Throttle{}, &failure{code: models.DeliveryErrSuperseded}
 		}
 	}
 	current, previous, err := d.store.EndpointSecrets(ep)
@@ -545,7 +583,7 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 	if blocked != nil {
 		return fail(asBlocked(blocked, nil))
 	}
-	return req, nil
+	return req, ep.Throttle(), nil
 }
 
 // send sends req and fills row with what came back. It returns nil on

@@ -36,6 +36,9 @@ type endpointJSON struct {
 	// Ordering is "none" or "record" (each record's events in version
 	// order).
 	Ordering string `json:"ordering"`
+	// RateLimit and MaxInFlight are the throttle; null is no limit.
+	RateLimit   *rateLimitJSON `json:"rate_limit"`
+	MaxInFlight *int           `json:"max_in_flight"`
 }
 
 // healthJSON is an endpoint's health.
@@ -100,6 +103,7 @@ func endpointOut(e *models.WebhookEndpoint, now time.Time) endpointJSON {
 	if out.ModuleIDs == nil {
 		out.ModuleIDs = []string{}
 	}
+	out.RateLimit, out.MaxInFlight = throttleOut(e)
 	out.Headers = maskedHeaders(e.HeaderNames)
 	out.Filter = e.Filter
 	if out.Filter == nil {
@@ -126,14 +130,21 @@ type endpointInput struct {
 	Filter *map[string]any `json:"filter"`
 	// Ordering: "none" or "record".
 	Ordering *string `json:"ordering"`
+	// RateLimit and MaxInFlight: absent, null or a value; see throttleIn.
+	RateLimit   json.RawMessage `json:"rate_limit"`
+	MaxInFlight json.RawMessage `json:"max_in_flight"`
 }
 
 func (in endpointInput) model() (models.EndpointInput, error) {
 	h, err := headersIn(in.Headers)
+	if err != nil {
+		return models.EndpointInput{}, err
+	}
+	rate, inFlight, err := throttleIn(in.RateLimit, in.MaxInFlight)
 	return models.EndpointInput{
 		URL: in.URL, Description: in.Description, Events: in.Events, ModuleIDs: in.ModuleIDs,
 		RetryMax: in.RetryMax, Enabled: in.Enabled, Secret: in.Secret, Headers: h, Filter: in.Filter,
-		Ordering: in.Ordering,
+		Ordering: in.Ordering, RateLimitPerSecond: rate, MaxInFlight: inFlight,
 	}, err
 }
 
