@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/recordhub/recordhub/models"
 )
@@ -58,21 +59,22 @@ func isNull(raw json.RawMessage) bool {
 	return bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
 }
 
-// throttleHeld refuses an input that sets a throttle where none can be
-// held (Deps.ThrottleUnheld); removing one is always allowed.
+// throttleHeld refuses, 400 invalid_request, an input that sets a
+// throttle where none can be held (Deps.ThrottleUnheld): the request is
+// one this deployment does not take. Removing one is always allowed.
 func (s *Server) throttleHeld(in models.EndpointInput) error {
 	if s.throttleUnheld == "" {
 		return nil
 	}
-	var errs []models.FieldError
+	var set []string
 	if in.RateLimitPerSecond.Value != nil {
-		errs = append(errs, models.FieldError{Field: "rate_limit", Message: s.throttleUnheld})
+		set = append(set, "rate_limit")
 	}
 	if in.MaxInFlight.Value != nil {
-		errs = append(errs, models.FieldError{Field: "max_in_flight", Message: s.throttleUnheld})
+		set = append(set, "max_in_flight")
 	}
-	if len(errs) > 0 {
-		return models.ValidationError(errs)
+	if len(set) > 0 {
+		return models.Errorf(models.KindInvalid, "%s: a throttle %s", strings.Join(set, " and "), s.throttleUnheld)
 	}
 	return nil
 }
