@@ -26,6 +26,15 @@ type EndpointInput struct {
 	Filter map[string]any `json:"filter,omitempty"`
 	// Ordering is "none" or "record".
 	Ordering string `json:"ordering,omitempty"`
+	// RateLimit and MaxInFlight throttle the endpoint; nil is no limit.
+	RateLimit   *RateLimit `json:"rate_limit,omitempty"`
+	MaxInFlight *int       `json:"max_in_flight,omitempty"`
+}
+
+// RateLimit is an endpoint's rate_limit: at most PerSecond requests in
+// any one second.
+type RateLimit struct {
+	PerSecond int `json:"per_second"`
 }
 
 // EndpointUpdate is a change of an endpoint's settings: what is nil stays.
@@ -42,6 +51,25 @@ type EndpointUpdate struct {
 	Headers     *map[string]string `json:"headers,omitempty"`
 	Filter      *map[string]any    `json:"filter,omitempty"`
 	Ordering    *string            `json:"ordering,omitempty"`
+	// RateLimit and MaxInFlight, when set, replace the throttle's member;
+	// a set Null removes it.
+	RateLimit   *Nullable[RateLimit] `json:"rate_limit,omitempty"`
+	MaxInFlight *Nullable[int]       `json:"max_in_flight,omitempty"`
+}
+
+// Nullable is a member of a change that may remove a setting: null when
+// Null, else Value.
+type Nullable[T any] struct {
+	Value T
+	Null  bool
+}
+
+// MarshalJSON writes null or the value.
+func (n Nullable[T]) MarshalJSON() ([]byte, error) {
+	if n.Null {
+		return []byte("null"), nil
+	}
+	return json.Marshal(n.Value)
 }
 
 // Endpoint is a webhook endpoint as the API shows it; Raw is the answer as
@@ -68,6 +96,9 @@ type Endpoint struct {
 	Headers  map[string]string `json:"headers"`
 	Filter   map[string]any    `json:"filter"`
 	Ordering string            `json:"ordering"`
+	// RateLimit and MaxInFlight are the throttle; nil is no limit.
+	RateLimit   *RateLimit `json:"rate_limit"`
+	MaxInFlight *int       `json:"max_in_flight"`
 	// Secret is set only in the answers to create and rotate-secret.
 	Secret string `json:"secret,omitempty"`
 	// Stats is set only when asked for (EndpointListQuery.Stats,

@@ -33,7 +33,7 @@ back in when a tenant's admin keys are lost)`},
 the API and show the progress (admin key in RECORDHUB_ADMIN_KEY)`},
 	{"webhooks", "recordhub webhooks resync ENDPOINT_ID [--wait] [--api URL] [--json]", `send every current record of the endpoint's modules as a
 record_snapshot event, then its live events carry on`},
-	{"webhooks", "recordhub webhooks update ENDPOINT_ID --ordering none|record [--api URL] [--json]", `change an endpoint's settings through the API (ordering:
+	{"webhooks", "recordhub webhooks update ENDPOINT_ID [--ordering none|record] [--rate-limit N|none] [--max-in-flight N|none] [--api URL] [--json]", `change an endpoint's settings through the API (ordering:
 each record's events in the order of its versions)`},
 	{"webhooks", "recordhub webhooks listen [--port N] [--secret S] [--status CODE]", "run a local receiver on 127.0.0.1 that prints and verifies deliveries"},
 	{"records", "recordhub records follow MODULE [--after CURSOR|latest] [--types T,…] [--api URL]", `print a module's changes as they happen, one JSON line each
