@@ -3,12 +3,13 @@
 package main
 
 import (
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"net/http/httptest"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,14 +74,14 @@ func TestThrottleTwoWorkers(t *testing.T) {
 	}
 	cfg := webhookConfig(t, models.Postgres)
 	cfg.RedisURL = storetest.RedisURL()
+	// Both workers open the endpoints' sealed secrets with the same key.
+	cfg.SecretKey = base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))
 	storetest.Redis(t) // skips, or fails when required, without Redis
 	base, _ := startService(t, cfg, io.Discard)
 	second := cfg
 	second.Role, second.TemporalAddress = RoleWorker, fmt.Sprintf("127.0.0.1:%d", cfg.TemporalPort)
 	second.DataDir = t.TempDir()
-	if os.Getenv("ONEWORKER") == "" {
-		startService(t, second, io.Discard)
-	}
+	startService(t, second, io.Discard)
 
 	key := cfg.BootstrapAdminKey
 	module := func(slug string) string {
@@ -118,24 +119,6 @@ func TestThrottleTwoWorkers(t *testing.T) {
 	concurrently(few, 8, func() { create(notes) })
 	concurrently(n, 16, func() { create(orders) })
 
-	dbg, err := openStore(t.Context(), cfg, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dbg.Close()
-	stopLog := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-stopLog:
-				return
-			case <-time.After(5 * time.Second):
-				pending, _ := dbg.PendingEvents(t.Context(), 1000)
-				t.Logf("DEBUG throttled %d free %d single %d pending %d", throttled.events(), free.events(), single.events(), len(pending))
-			}
-		}
-	}()
-	defer close(stopLog)
 	storetest.WhileProgressing(t, time.Minute, "every throttled delivery", func() (int, bool) {
 		got := throttled.events()
 		return got, got == n
@@ -185,7 +168,11 @@ func TestThrottleTwoWorkers(t *testing.T) {
 	}
 
 	// Rows: one per event, attempt 1, all succeeded: a wait is no attempt.
-	store := dbg
+	store, err := openStore(t.Context(), cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
 	tenantID := mustTenant(t, store, key)
 	rows, _, err := store.ListDeliveries(t.Context(), tenantID, models.DeliveryQuery{EndpointID: throttledID, Page: models.Page{Page: 1, Limit: 2 * n}})
 	if err != nil {
