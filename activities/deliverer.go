@@ -368,10 +368,7 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 			out := AttemptOutput{Attempt: row.Attempt, Error: DeliveryErrInternal}
 			return out, temporal.NewApplicationErrorWithCause("record delivery attempt before sending: "+err.Error(), ErrTypeStore, err, out)
 		}
-		if err := permit.Sending(); err != nil {
-			d.log.WarnContext(ctx, "throttle: stamp the send time", "endpoint_id", in.EndpointID, "error", err)
-		}
-		f = d.send(req.Context(), req, row)
+		f = d.send(d.stampOnWrite(req.Context(), in, permit), req, row)
 		permit.Release()
 	}
 	if span != nil {

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"net/http/httptrace"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -37,6 +38,21 @@ const (
 	shortWait  = 50 * time.Millisecond
 	shortWaits = 3
 )
+
+// stampOnWrite stamps the permit's slot with the time the request was
+// written (see throttle.Permit.Sending): counted from then, not from when
+// the slot was taken, the second's window cannot be bunched up by the row's
+// write or the connection's set-up in between.
+func (d *Deliverer) stampOnWrite(ctx context.Context, in AttemptInput, permit *throttle.Permit) context.Context {
+	if permit == nil {
+		return ctx
+	}
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		if err := permit.Sending(); err != nil {
+			d.log.WarnContext(ctx, "throttle: stamp the send time", "endpoint_id", in.EndpointID, "error", err)
+		}
+	}})
+}
 
 // acquire takes the endpoint's slot for the attempt info describes. A nil
 // permit and a nil error mean the attempt is throttled: err is then the

@@ -57,7 +57,8 @@ type Permit struct {
 // Sending stamps the slot with the time the request is sent: a second's
 // window is counted at send times, so that the time between Acquire and
 // the send (a database write) cannot bunch requests into one second.
-// Call it just before sending. Its error is the store's; the slot stays
+// Call it once the request is written (a slot's stamp only moves later,
+// which never lets more through). Its error is the store's; the slot stays
 // counted at its Acquire time then.
 func (p *Permit) Sending() error {
 	if p == nil || p.sending == nil {
