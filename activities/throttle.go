@@ -30,14 +30,23 @@ const ErrTypeThrottled = "AttemptThrottled"
 // lease: a slot whose worker died comes back after that.
 const leaseMargin = 15 * time.Second
 
-// shortWait: a refusal whose wait is at most this long is waited out in
-// the activity, up to shortWaits times, instead of by the workflow's timer
-// (a timer and a second activity cost more history than the wait is
-// worth). A local attempt never waits: it holds a workflow task.
-const (
-	shortWait  = 50 * time.Millisecond
-	shortWaits = 3
-)
+// shortWait is the longest refusal an activity waits out itself, up to
+// shortWaits times, instead of answering ErrTypeThrottled for the
+// workflow's timer: the time of a hundred requests at the endpoint's rate,
+// between 50 ms and 1 s. A delivery that comes back at its turn is often
+// refused for a few milliseconds (the request a second before it was
+// written a little after its slot); through a timer and a new activity
+// that costs its turn, and so the drain rate, and more history than the
+// wait is worth. At most about a hundred activities wait so at once per
+// endpoint. A local attempt never waits: it holds a workflow task.
+func shortWait(t models.Throttle) time.Duration {
+	if t.PerSecond == 0 {
+		return 50 * time.Millisecond
+	}
+	return min(max(100*time.Second/time.Duration(t.PerSecond), 50*time.Millisecond), time.Second)
+}
+
+const shortWaits = 5
 
 // stampOnWrite stamps the permit's slot with the time the request was
 // written (see throttle.Permit.Sending): counted from then, not from when
@@ -76,7 +85,7 @@ func (d *Deliverer) acquire(ctx context.Context, in AttemptInput, info activityI
 			return g.Permit, nil
 		}
 		r.Queued = true
-		if info.local || g.Wait > shortWait || try >= shortWaits {
+		if info.local || g.Wait > shortWait(t) || try >= shortWaits {
 			d.metrics.throttle()
 			out := AttemptOutput{Attempt: info.attempt}
 			return nil, temporal.NewApplicationErrorWithOptions("throttled: the endpoint's rate_limit or max_in_flight has no slot now; the attempt waits for one",

@@ -60,10 +60,12 @@ func drain(t *testing.T, th acquirer, limits throttle.Limits, n int, hold time.D
 					time.Sleep(g.Wait) // the workflow's timer
 					continue
 				}
+				// The request is written, then its slot stamped, as the
+				// deliverer does.
+				at := time.Now()
 				if err := g.Permit.Sending(); err != nil {
 					errs <- err
 				}
-				at := time.Now()
 				c := inFlight.Add(1)
 				for {
 					m := most.Load()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/recordhub/recordhub/api/client"
@@ -81,6 +82,7 @@ func (b *bench) runThrottle(ctx context.Context, root string) error {
 	}
 	waitProgress(ctx, len(ids), 30*time.Second, func() int { return len(rcv.arrivals(ids)) })
 	arr := times(rcv.arrivals(ids))
+	slices.SortFunc(arr, time.Time.Compare)
 	most, j := 0, 0
 	for i := range arr {
 		for arr[i].Sub(arr[j]) >= time.Second {
