@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/recordhub/recordhub/activities/throttle"
 	"github.com/recordhub/recordhub/models"
 )
 
@@ -109,6 +110,9 @@ type Config struct {
 	// flight in this process (DefaultLocalAttemptsPerTenant when zero);
 	// past it a first attempt is deferred to an attempt activity.
 	LocalAttemptsPerTenant int
+	// Throttle holds endpoints' throttles; nil holds them in this process
+	// only (throttle.NewMemory).
+	Throttle Throttle
 }
 
 // Deliverer makes delivery attempts. Register it with the Temporal worker;
@@ -139,6 +143,8 @@ type Deliverer struct {
 	tokens        *lru[*cachedToken]
 	tlsClients    *lru[*http.Client]
 	tokenRequests atomic.Int64
+	// throttle holds endpoints' rate_limit and max_in_flight.
+	throttle Throttle
 }
 
 // NewDeliverer returns a Deliverer that reads and writes through store.
@@ -166,6 +172,9 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Throttle == nil {
+		cfg.Throttle = throttle.NewMemory(nil)
 	}
 	eg := newEgress(cfg.AllowCIDRs)
 	dialer := &net.Dialer{
@@ -211,6 +220,7 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 		local:        newLocalGate(cfg.LocalAttemptsPerTenant),
 		tokens:       newLRU[*cachedToken](maxCachedTokens, nil),
 		tlsClients:   newLRU(maxCachedTLSClients, closeIdle),
+		throttle:     cfg.Throttle,
 	}, nil
 }
 
@@ -245,6 +255,10 @@ type AttemptInput struct {
 	// written its row and reached the receiver; the new number makes that
 	// row worker_lost and counts it as one of the delivery's attempts.
 	Renumber bool `json:"Renumber,omitempty"`
+	// Throttled: the attempt was throttled before (ErrTypeThrottled) and
+	// comes back at the time its wait said; it keeps its place in the
+	// endpoint's queue.
+	Throttled bool `json:"Throttled,omitempty"`
 }
 
 // AttemptOutput reports an attempt. A successful Attempt returns it; a
@@ -329,11 +343,28 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 		replayOf := in.ReplayOf
 		row.ReplayOf = &replayOf
 	}
-	req, snd, f := d.prepare(ctx, in, info.attempt, row)
+	req, snd, limits, f := d.prepare(ctx, in, info.attempt, row)
 	if f != nil && f.code == models.DeliveryErrSuperseded {
 		return d.superseded(ctx, row)
 	}
 	inFlight := f == nil
+	// The endpoint's throttle: after everything that may end the attempt
+	// with nothing to send, before its row, so that an attempt refused a
+	// slot leaves no trace but a timer in the workflow.
+	var permit *throttle.Permit
+	if inFlight && limits.Limited() {
+		var err error
+		if permit, err = d.acquire(ctx, in, info, limits); permit == nil {
+			var appErr *temporal.ApplicationError
+			if errors.As(err, &appErr) && appErr.Type() == ErrTypeThrottled {
+				return AttemptOutput{Attempt: info.attempt}, err
+			}
+			// Nothing was written or sent: as when the in-flight row fails.
+			d.metrics.observe(DeliveryErrInternal, time.Since(begin))
+			out := AttemptOutput{Attempt: info.attempt, Error: DeliveryErrInternal}
+			return out, temporal.NewApplicationErrorWithCause("take the endpoint's throttle slot: "+err.Error(), ErrTypeStore, err, out)
+		}
+	}
 	var span trace.Span
 	if inFlight && d.tracing != nil {
 		req, span = d.tracing.start(req, in, info.attempt)
@@ -344,11 +375,13 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 			if span != nil {
 				span.End() // nothing was sent
 			}
+			permit.Release()
 			d.metrics.observe(DeliveryErrInternal, time.Since(begin))
 			out := AttemptOutput{Attempt: row.Attempt, Error: DeliveryErrInternal}
 			return out, temporal.NewApplicationErrorWithCause("record delivery attempt before sending: "+err.Error(), ErrTypeStore, err, out)
 		}
-		f = d.send(req.Context(), &snd, req, row)
+		f = d.send(d.stampOnWrite(req.Context(), in, permit), &snd, req, row)
+		permit.Release()
 	}
 	if span != nil {
 		d.tracing.end(span, row, f)
@@ -490,10 +523,13 @@ func (d *Deliverer) insertInFlight(ctx context.Context, row *models.WebhookDeliv
 }
 
 // prepare loads what the attempt sends and builds its request, filling row
-// with the request as it will be sent, and picks how it is sent. A non-nil
-// failure, also written into row, means nothing is to be sent.
-func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, row *models.WebhookDelivery) (req *http.Request, snd sender, f *failure) {
-	fail := func(err error) (*http.Request, sender, *failure) { return nil, snd, d.fail(row, err, false, nil) }
+// with the request as it will be sent, and picks how it is sent and the
+// endpoint's throttle. A non-nil failure, also written into row, means
+// nothing is to be sent.
+func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, row *models.WebhookDelivery) (req *http.Request, snd sender, limits models.Throttle, f *failure) {
+	fail := func(err error) (*http.Request, sender, models.Throttle, *failure) {
+		return nil, snd, models.Throttle{}, d.fail(row, err, false, nil)
+	}
 
 	// One read: a missing event comes back without an endpoint, a
 	// missing endpoint with its event.
@@ -520,7 +556,7 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 		case sup:
 			row.Error = models.DeliveryErrSuperseded
 			row.ErrorMessage = "not sent: a later version of the record was committed after the resync began, and its live event reached the endpoint first"
-			return nil, snd, &failure{code: models.DeliveryErrSuperseded}
+			return nil, snd, models.Throttle{}, &failure{code: models.DeliveryErrSuperseded}
 		}
 	}
 	current, previous, err := d.store.EndpointSecrets(ep)
@@ -566,12 +602,12 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 	}
 	if snd.auth != nil {
 		if f := d.token(ctx, &snd, "", row); f != nil {
-			return nil, snd, f
+			return nil, snd, models.Throttle{}, f
 		}
 		req.Header.Set("Authorization", "Bearer "+snd.token)
 		row.RequestHeaders = sentHeaders(req) // masked, as every header recordhub does not own
 	}
-	return req, snd, nil
+	return req, snd, ep.Throttle(), nil
 }
 
 // send sends req and fills row with what came back. It returns nil on

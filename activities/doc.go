@@ -135,6 +135,24 @@
 // no row written, and the workflow makes it as an activity attempt at once.
 // A local attempt run again after a lost worker is never deferred.
 //
+// # The endpoint's throttle
+//
+// An endpoint's rate_limit and max_in_flight are held by a [Throttle]
+// (package throttle: in process, or on Redis across workers). The attempt
+// takes its slot after reading the event and the endpoint, before writing
+// its row: refused, it answers [ErrTypeThrottled] at once with nothing
+// sent, no row, no metric but recordhub_webhook_throttled_total, and the
+// wait the throttle placed it at (its turn in the endpoint's queue) as the
+// error's next-retry delay; the workflow waits on a timer, so no worker
+// slot is held, then makes the same attempt number again. A refusal of a
+// few milliseconds is waited out in the activity instead (never in a local
+// attempt). The second's window is counted at send times (the slot is
+// stamped again just before the request leaves), with a 20 ms guard, so
+// that a slow row write cannot bunch requests into one second; the slot in
+// flight is released when the request ends, or when its lease does. When
+// the throttle's store fails, the attempt fails as the store's failure
+// and is retried: it never sends unthrottled.
+//
 // # Bulk pages and their pace
 //
 // Recoveries and resyncs run page by page. A page's activity starts

@@ -12,6 +12,9 @@ import (
 type Metrics struct {
 	attempts *prometheus.CounterVec
 	duration prometheus.Histogram
+	// throttled counts attempts not made for want of the endpoint's
+	// throttle slot; they are not attempts, and not in attempts.
+	throttled prometheus.Counter
 }
 
 // outcomeSuccess is the outcome label of a 2xx; failures carry their
@@ -32,6 +35,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Duration of outbound webhook delivery attempts, failures included.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}),
+		throttled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "recordhub_webhook_throttled_total",
+			Help: "Delivery attempts put off because the endpoint's rate_limit or max_in_flight had no slot for them; each waits, then is made (not counted as attempts).",
+		}),
 	}
 	// Known outcomes start at zero, so rates and alerts see them before the
 	// first one happens.
@@ -44,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.attempts.WithLabelValues(o)
 	}
 	if reg != nil {
-		reg.MustRegister(m.attempts, m.duration)
+		reg.MustRegister(m.attempts, m.duration, m.throttled)
 	}
 	return m
 }
@@ -55,4 +62,10 @@ func (m *Metrics) observe(outcome string, d time.Duration) {
 	}
 	m.attempts.WithLabelValues(outcome).Inc()
 	m.duration.Observe(d.Seconds())
+}
+
+func (m *Metrics) throttle() {
+	if m != nil {
+		m.throttled.Inc()
+	}
 }

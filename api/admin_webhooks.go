@@ -86,6 +86,9 @@ func (s *Server) adminCreateEndpoint(c *gin.Context) {
 		return
 	}
 	mi, err := in.model()
+	if err == nil {
+		err = s.throttleHeld(mi)
+	}
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -169,6 +172,9 @@ func (s *Server) adminUpdateEndpoint(c *gin.Context) {
 		return
 	}
 	mi, err := in.model()
+	if err == nil {
+		err = s.throttleHeld(mi)
+	}
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -46,7 +46,7 @@ func TestWebhookEndpointCreate(t *testing.T) {
 		want := map[string]any{
 			"id": id, "url": "https://hooks.example.com/a", "description": "",
 			"events": []any{"record_created", "record_updated"}, "module_ids": []any{}, "modules": []any{}, "filter": map[string]any{}, "ordering": "none",
-			"retry_max": float64(5), "enabled": true, "previous_secret_expires_at": nil,
+			"retry_max": float64(5), "enabled": true, "previous_secret_expires_at": nil, "rate_limit": nil, "max_in_flight": nil,
 			"health": map[string]any{
 				"state": "healthy", "consecutive_failures": float64(0), "last_success_at": nil, "last_failure_at": nil,
 				"disabled_at": nil, "disabled_reason": nil,

@@ -84,6 +84,9 @@ type Deps struct {
 	IdempotencyTTL time.Duration
 	// Changes bounds the change feed's streams.
 	Changes ChangesOptions
+	// ThrottleUnheld, when set, refuses endpoint throttles with this
+	// reason: no process here can hold one (an API replica without Redis).
+	ThrottleUnheld string
 }
 
 // inboundRoute is the public inbound webhook.
@@ -114,6 +117,7 @@ type Server struct {
 	idempotencyTTL   time.Duration
 	feed             *changefeed.Feed
 	changesOpts      ChangesOptions
+	throttleUnheld   string
 }
 
 // New returns a Server with its routes.
@@ -124,6 +128,7 @@ func New(d Deps) *Server {
 		registry: d.Registry, defaultRateLimit: d.DefaultRateLimit, ready: d.Ready, now: d.Now,
 		urlCheck: d.CheckURL, replayer: d.Replayer, recoverer: d.Recoverer, resyncer: d.Resyncer, publicURL: d.PublicURL,
 		console: d.Console, heavyReadTimeout: d.HeavyReadTimeout, idempotencyTTL: d.IdempotencyTTL,
+		throttleUnheld: d.ThrottleUnheld,
 	}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -40,6 +40,9 @@ type endpointJSON struct {
 	// when it has none (endpoint_credentials.go).
 	Auth *endpointAuthJSON `json:"auth"`
 	TLS  *endpointTLSJSON  `json:"tls"`
+	// RateLimit and MaxInFlight are the throttle; null is no limit.
+	RateLimit   *rateLimitJSON `json:"rate_limit"`
+	MaxInFlight *int           `json:"max_in_flight"`
 }
 
 // healthJSON is an endpoint's health.
@@ -104,6 +107,7 @@ func endpointOut(e *models.WebhookEndpoint, now time.Time) endpointJSON {
 	if out.ModuleIDs == nil {
 		out.ModuleIDs = []string{}
 	}
+	out.RateLimit, out.MaxInFlight = throttleOut(e)
 	out.Headers = maskedHeaders(e.HeaderNames)
 	out.Auth, out.TLS = credentialsOut(e)
 	out.Filter = e.Filter
@@ -134,14 +138,21 @@ type endpointInput struct {
 	// Auth and TLS: absent, null or an object; see credentialsIn.
 	Auth json.RawMessage `json:"auth"`
 	TLS  json.RawMessage `json:"tls"`
+	// RateLimit and MaxInFlight: absent, null or a value; see throttleIn.
+	RateLimit   json.RawMessage `json:"rate_limit"`
+	MaxInFlight json.RawMessage `json:"max_in_flight"`
 }
 
 func (in endpointInput) model() (models.EndpointInput, error) {
 	h, err := headersIn(in.Headers)
+	if err != nil {
+		return models.EndpointInput{}, err
+	}
+	rate, inFlight, err := throttleIn(in.RateLimit, in.MaxInFlight)
 	out := models.EndpointInput{
 		URL: in.URL, Description: in.Description, Events: in.Events, ModuleIDs: in.ModuleIDs,
 		RetryMax: in.RetryMax, Enabled: in.Enabled, Secret: in.Secret, Headers: h, Filter: in.Filter,
-		Ordering: in.Ordering,
+		Ordering: in.Ordering, RateLimitPerSecond: rate, MaxInFlight: inFlight,
 	}
 	if err == nil {
 		err = credentialsIn(&out, in.Auth, in.TLS)

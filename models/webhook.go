@@ -86,6 +86,11 @@ type WebhookEndpoint struct {
 	AuthInfo EndpointAuthInfo `gorm:"type:text;column:auth_info"`
 	TLS      string           `gorm:"column:tls"`
 	TLSInfo  EndpointTLSInfo  `gorm:"type:text;column:tls_info"`
+	// RateLimitPerSecond and MaxInFlight are the endpoint's throttle: at
+	// most this many requests in any second, and at once, across every
+	// worker; nil is no limit (see Throttle).
+	RateLimitPerSecond *int
+	MaxInFlight        *int
 }
 
 // An endpoint's orderings.
@@ -169,6 +174,10 @@ type EndpointInput struct {
 	// value removes them (see setEndpointAuth, setEndpointTLS).
 	Auth *EndpointAuth
 	TLS  *EndpointTLS
+	// RateLimitPerSecond and MaxInFlight, when Set, replace the throttle's
+	// member; a Set with a nil Value removes it.
+	RateLimitPerSecond OptionalInt
+	MaxInFlight        OptionalInt
 }
 
 // URLChecker refuses destinations that resolve to blocked addresses; it
@@ -193,6 +202,7 @@ func (s *Store) validateEndpoint(ctx context.Context, tenantID string, e *Webhoo
 	if !slices.Contains(Orderings, e.Ordering) {
 		errs = append(errs, FieldError{Field: "ordering", Message: fmt.Sprintf("must be one of %q", Orderings)})
 	}
+	errs = append(errs, validateThrottle(e)...)
 	if e.RetryMax < 1 || e.RetryMax > MaxRetryMax {
 		errs = append(errs, FieldError{Field: "retry_max", Message: fmt.Sprintf("must be between 1 and %d", MaxRetryMax)})
 	}
@@ -317,6 +327,12 @@ func applyEndpointInput(e *WebhookEndpoint, in EndpointInput) {
 	if in.Ordering != nil {
 		e.Ordering = *in.Ordering
 	}
+	if in.RateLimitPerSecond.Set {
+		e.RateLimitPerSecond = in.RateLimitPerSecond.Value
+	}
+	if in.MaxInFlight.Set {
+		e.MaxInFlight = in.MaxInFlight.Value
+	}
 }
 
 // GetEndpoint returns one of the tenant's endpoints.
@@ -396,6 +412,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 	u := map[string]any{
 		"url": e.URL, "description": e.Description, "events": e.Events, "module_ids": e.ModuleIDs,
 		"retry_max": e.RetryMax, "enabled": e.Enabled, "ordering": e.Ordering, "updated_at": now,
+		"rate_limit_per_second": e.RateLimitPerSecond, "max_in_flight": e.MaxInFlight,
 	}
 	if in.Headers != nil {
 		u["headers"], u["header_names"] = e.Headers, e.HeaderNames

@@ -172,10 +172,18 @@ const firstWorkflowTaskLength = 3
 // schedule for the attempts that are left: attempts 2 and later are
 // activity attempts, each with its number and failure in the Temporal UI.
 //
-// Its one workflow.GetVersion branch is the deferred first attempt's
-// (deferredFirstVersion), asked only when a local attempt was deferred: a
-// new execution is otherwise the same six history events as a bare
-// workflow whose one step is a local activity. A change to it that its
+// An attempt refused a slot by its endpoint's throttle (rate_limit,
+// max_in_flight) was not made: the delivery waits on a durable timer for
+// the wait the throttle gave it (its turn in the endpoint's queue; the
+// Temporal UI shows the timer as "throttled: ..."), then runs the attempt
+// activity again from the same attempt number. No attempt, row or retry
+// is used by the wait, and no worker slot is held meanwhile.
+//
+// Its workflow.GetVersion branches are the deferred first attempt's
+// (deferredFirstVersion), asked only when a local attempt was deferred,
+// and the throttled attempt's (throttledVersion), asked only when an
+// attempt was throttled: a new execution is otherwise the same six
+// history events as a bare workflow whose one step is a local activity. A change to it that its
 // running executions must not see goes behind GetVersion too (see the
 // rule in register.go).
 //
@@ -186,11 +194,20 @@ func WebhookDelivery(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, er
 	s := in.schedule()
 	first := 1
 	res, err := localAttempt(ctx, in, s)
+	// waits counts the delivery's waits for its endpoint's throttle.
+	waits := 0
 	switch {
 	case err == nil:
 		return succeeded(res), nil
 	case deferred(err) && workflow.GetVersion(ctx, deferredFirstVersion, workflow.DefaultVersion, 1) == 1:
 		// Nothing was sent: the first attempt is the activity's first.
+	case throttled(err) && throttledVersionOn(ctx):
+		// Nothing was sent: the first attempt waits for its slot, then is
+		// the activity's first.
+		if err := throttleWait(ctx, err, 1); err != nil {
+			return DeliveryOutput{}, err
+		}
+		waits++
 	default:
 		delay, next, more := following(s, err)
 		if !more {
@@ -202,21 +219,76 @@ func WebhookDelivery(ctx workflow.Context, in DeliveryInput) (DeliveryOutput, er
 		}
 		first = next
 	}
-	opts := activityOptions(s, first)
-	if first > 1 {
-		// What the Temporal UI shows beside the activity: which of the
-		// delivery's attempts its own are.
-		opts.Summary = fmt.Sprintf("attempts %d to %d", first, s.Attempts)
+	for {
+		opts := activityOptions(s, first)
+		if first > 1 {
+			// What the Temporal UI shows beside the activity: which of the
+			// delivery's attempts its own are.
+			opts.Summary = fmt.Sprintf("attempts %d to %d", first, s.Attempts)
+		}
+		actx := workflow.WithActivityOptions(ctx, opts)
+		a := attemptInput(in, s, first)
+		a.Throttled = waits > 0
+		// By its pinned name, with the typed input and output of
+		// activities.Deliverer.Attempt.
+		var last activities.AttemptOutput
+		err = workflow.ExecuteActivity(actx, AttemptActivityName, a).Get(actx, &last)
+		if err == nil {
+			return succeeded(last), nil
+		}
+		if !throttled(err) || waits >= maxThrottleWaits || !throttledVersionOn(ctx) {
+			return failed(ctx, in, s, err, 0)
+		}
+		// The attempt was not made: it is made again, with the same
+		// number, once its slot comes.
+		if res, ok := activities.AttemptOutcome(err); ok && res.Attempt > 0 {
+			first = res.Attempt
+		}
+		if err := throttleWait(ctx, err, first); err != nil {
+			return DeliveryOutput{}, err
+		}
+		waits++
 	}
-	ctx = workflow.WithActivityOptions(ctx, opts)
-	// By its pinned name, with the typed input and output of
-	// activities.Deliverer.Attempt.
-	var last activities.AttemptOutput
-	err = workflow.ExecuteActivity(ctx, AttemptActivityName, attemptInput(in, s, first)).Get(ctx, &last)
-	if err == nil {
-		return succeeded(last), nil
-	}
-	return failed(ctx, in, s, err, 0)
+}
+
+// throttledVersion is the workflow.GetVersion change id of an attempt
+// throttled by its endpoint (activities.ErrTypeThrottled), which waits
+// for its slot and is made again. It is asked only when an attempt answers
+// so, which none did before the change, so that executions never
+// throttled carry no marker for it.
+const throttledVersion = "throttled-attempt"
+
+func throttledVersionOn(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, throttledVersion, workflow.DefaultVersion, 1) == 1
+}
+
+// maxThrottleWaits bounds a delivery's waits for its endpoint's throttle,
+// and so its history: each wait adds about ten events (a timer, an
+// activity, a workflow task), and the throttle places each wait at the
+// delivery's turn in the endpoint's queue, so that a delivery waits once
+// or twice, not in a loop. Past the bound the delivery fails as its
+// throttled attempt's error says, and may be replayed; 1,000 waits keep a
+// history under Temporal's 10,240-event warning.
+const maxThrottleWaits = 1000
+
+// throttled reports whether an attempt was not made for want of its
+// endpoint's throttle slot (activities.ErrTypeThrottled).
+func throttled(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeThrottled
+}
+
+// throttleWait waits, on a durable timer, the wait a throttled attempt's
+// error placed it at: the Temporal UI shows it beside the timer. The
+// worker is free meanwhile, for other endpoints' deliveries.
+func throttleWait(ctx workflow.Context, err error, attempt int) error {
+	var appErr *temporal.ApplicationError
+	errors.As(err, &appErr)
+	wait := max(appErr.NextRetryDelay(), time.Millisecond)
+	timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{
+		Summary: fmt.Sprintf("throttled: attempt %d waits for the endpoint's slot", attempt),
+	})
+	return timer.Get(ctx, nil)
 }
 
 // attemptInput is the attempt activity's input on schedule s when its

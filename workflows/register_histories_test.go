@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,6 +73,9 @@ type historyCase struct {
 	// (the tenant's local attempts at their bound), and the attempt
 	// activity makes the attempts.
 	deferLocal bool
+	// throttled is how many of the first calls of the attempt (the local
+	// one first) are refused a slot by the endpoint's throttle.
+	throttled int
 }
 
 // purgedRows is what the recorded purge activity deletes of each kind.
@@ -154,6 +158,14 @@ func historyCases() []historyCase {
 			file: "webhook_delivery_deferred.json", workflowID: WorkflowID("evt_wh_deferred", "whe_hist"),
 			in: in("evt_wh_deferred", 5), attempt: succeedingAt(2), deferLocal: true,
 			want: DeliveryOutput{Attempts: 2, DeliveryID: "whd_2", StatusCode: 204, Succeeded: true},
+		},
+		{
+			// The local first attempt and the activity after it are
+			// refused a slot by the endpoint's throttle, each waiting on a
+			// timer; then attempt 1 is made, and succeeds.
+			file: "webhook_delivery_throttled.json", workflowID: WorkflowID("evt_wh_throttled", "whe_hist"),
+			in: in("evt_wh_throttled", 5), attempt: succeedingAt(1), throttled: 2,
+			want: DeliveryOutput{Attempts: 1, DeliveryID: "whd_1", StatusCode: 204, Succeeded: true},
 		},
 		{file: "resync_completed.json", workflowID: ResyncWorkflowID("whe_hist", 1), resync: resyncCase("rsy_done")},
 		{file: "resync_stopped.json", workflowID: ResyncWorkflowID("whe_hist", 2), resync: resyncCase("rsy_stopped"), failed: true},
@@ -282,12 +294,13 @@ func TestRecordHistories(t *testing.T) {
 		}
 	}
 	settles := make(chan activities.SettleInput, len(cases))
+	var throttledCalls atomic.Int64
 	ts.NewWorker(DefaultTaskQueue, func(r worker.Registry) {
 		registerWorkflows(r)
 		r.RegisterActivityWithOptions(func(ctx context.Context, in activities.AttemptInput) (activities.AttemptOutput, error) {
 			hc, ok := byEvent[in.EventID]
 			want := activities.AttemptInput{TenantID: hc.in.TenantID, EventID: hc.in.EventID, EndpointID: hc.in.EndpointID, ReplayOf: hc.in.ReplayOf,
-				FirstAttempt: in.FirstAttempt, RetryMax: in.RetryMax, Renumber: in.Renumber}
+				FirstAttempt: in.FirstAttempt, RetryMax: in.RetryMax, Renumber: in.Renumber, Throttled: in.Throttled}
 			if !ok || in != want {
 				return activities.AttemptOutput{}, temporal.NewNonRetryableApplicationError("unexpected attempt input", "TestError", nil, in)
 			}
@@ -297,6 +310,9 @@ func TestRecordHistories(t *testing.T) {
 			}
 			// The delivery attempt number, as the activity counts it.
 			n := max(in.FirstAttempt, 1) + int(activity.GetInfo(ctx).Attempt) - 1
+			if hc.throttled > 0 && throttledCalls.Add(1) <= int64(hc.throttled) {
+				return throttledFor(n, time.Second)
+			}
 			if n == hc.hangAt {
 				<-ctx.Done()
 				return activities.AttemptOutput{}, ctx.Err()

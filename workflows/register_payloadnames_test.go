@@ -37,7 +37,7 @@ var payloadTypes = []struct {
 	{"PurgeWorkflowOutput", PurgeWorkflowOutput{}, []string{"kinds"}},
 	{"RecoveryInput", RecoveryInput{}, []string{"after", "as_of", "endpoint_id", "max_events", "page_heartbeat", "page_size", "progress", "recovery_id", "since", "tenant_id", "until"}},
 	{"RecoveryOutput", RecoveryOutput{}, []string{"failed", "found", "replayed"}},
-	{"AttemptInput", activities.AttemptInput{}, []string{"EndpointID", "EventID", "FirstAttempt", "Renumber", "ReplayOf", "RetryMax", "TenantID"}},
+	{"AttemptInput", activities.AttemptInput{}, []string{"EndpointID", "EventID", "FirstAttempt", "Renumber", "ReplayOf", "RetryMax", "TenantID", "Throttled"}},
 	{"AttemptOutput", activities.AttemptOutput{}, []string{"Attempt", "DeliveryID", "Error", "StatusCode"}},
 	{"SettleInput", activities.SettleInput{}, []string{"endpoint_id", "event_id", "run_id", "tenant_id", "workflow_id"}},
 	{"PurgeInput", activities.PurgeInput{}, []string{"kind"}},

@@ -29,6 +29,9 @@ type EndpointInput struct {
 	// Auth and TLS are the endpoint's credentials for its receiver.
 	Auth *EndpointAuth `json:"auth,omitempty"`
 	TLS  *EndpointTLS  `json:"tls,omitempty"`
+	// RateLimit and MaxInFlight throttle the endpoint; nil is no limit.
+	RateLimit   *RateLimit `json:"rate_limit,omitempty"`
+	MaxInFlight *int       `json:"max_in_flight,omitempty"`
 }
 
 // EndpointAuth is an endpoint's OAuth2 client credentials: its requests
@@ -71,6 +74,12 @@ type Certificate struct {
 	SHA256    string    `json:"sha256"`
 }
 
+// RateLimit is an endpoint's rate_limit: at most PerSecond requests in
+// any one second.
+type RateLimit struct {
+	PerSecond int `json:"per_second"`
+}
+
 // EndpointUpdate is a change of an endpoint's settings: what is nil stays.
 // Events, ModuleIDs, Headers and Filter, when set, replace the whole list
 // or set (an empty Headers or Filter removes them). The secret changes
@@ -87,6 +96,25 @@ type EndpointUpdate struct {
 	Ordering    *string            `json:"ordering,omitempty"`
 	Auth        *EndpointAuth      `json:"auth,omitempty"`
 	TLS         *EndpointTLS       `json:"tls,omitempty"`
+	// RateLimit and MaxInFlight, when set, replace the throttle's member;
+	// a set Null removes it.
+	RateLimit   *Nullable[RateLimit] `json:"rate_limit,omitempty"`
+	MaxInFlight *Nullable[int]       `json:"max_in_flight,omitempty"`
+}
+
+// Nullable is a member of a change that may remove a setting: null when
+// Null, else Value.
+type Nullable[T any] struct {
+	Value T
+	Null  bool
+}
+
+// MarshalJSON writes null or the value.
+func (n Nullable[T]) MarshalJSON() ([]byte, error) {
+	if n.Null {
+		return []byte("null"), nil
+	}
+	return json.Marshal(n.Value)
 }
 
 // Endpoint is a webhook endpoint as the API shows it; Raw is the answer as
@@ -117,6 +145,9 @@ type Endpoint struct {
 	// "<redacted>".
 	Auth *EndpointAuth    `json:"auth"`
 	TLS  *EndpointTLSInfo `json:"tls"`
+	// RateLimit and MaxInFlight are the throttle; nil is no limit.
+	RateLimit   *RateLimit `json:"rate_limit"`
+	MaxInFlight *int       `json:"max_in_flight"`
 	// Secret is set only in the answers to create and rotate-secret.
 	Secret string `json:"secret,omitempty"`
 	// Stats is set only when asked for (EndpointListQuery.Stats,

@@ -85,3 +85,33 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("read after delete: %v, want a 404", err)
 	}
 }
+
+// TestEndpointThrottle: a throttle set on create is answered, a PATCH of
+// one member leaves the other, and null removes it.
+func TestEndpointThrottle(t *testing.T) {
+	ctx := context.Background()
+	c := newAPI(t)
+	three := 3
+	ep, err := c.CreateEndpoint(ctx, client.EndpointInput{
+		URL: "https://hooks.example.com/in", Events: []string{"record_created"},
+		RateLimit: &client.RateLimit{PerSecond: 20}, MaxInFlight: &three,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.RateLimit == nil || ep.RateLimit.PerSecond != 20 || ep.MaxInFlight == nil || *ep.MaxInFlight != 3 {
+		t.Errorf("created rate_limit %v, max_in_flight %v; want 20/s and 3", ep.RateLimit, ep.MaxInFlight)
+	}
+	up, err := c.UpdateEndpoint(ctx, ep.ID, client.EndpointUpdate{RateLimit: &client.Nullable[client.RateLimit]{Null: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.RateLimit != nil || up.MaxInFlight == nil || *up.MaxInFlight != 3 {
+		t.Errorf("after removing rate_limit: %v, %v; want none and 3", up.RateLimit, up.MaxInFlight)
+	}
+	_, err = c.UpdateEndpoint(ctx, ep.ID, client.EndpointUpdate{MaxInFlight: &client.Nullable[int]{Value: 1001}})
+	var apiErr *client.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnprocessableEntity {
+		t.Errorf("max_in_flight 1001: %v, want 422", err)
+	}
+}

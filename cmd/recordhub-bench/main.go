@@ -34,6 +34,10 @@
 // With -changes it runs only the change feed mode (changes.go): commit →
 // server-sent event latency with many live readers of one module, and the
 // memory of an idle stream, on each database of -db.
+//
+// With -throttle it runs only the throttle mode (throttle.go): the cost of
+// an endpoint throttle that never binds, and the drain rate of a backlog
+// against one that does.
 package main
 
 import (
@@ -80,7 +84,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	if err != nil {
 		return 2, err
 	}
-	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 && !o.production && !o.noisy && !o.changes && !o.idempotency {
+	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 && !o.production && !o.noisy && !o.changes && !o.idempotency && !o.throttle {
 		return 1, errors.New(heyInstallHint)
 	}
 	root, err := harness.ModuleRoot(ctx, "run the bench inside the recordhub module")
@@ -104,6 +108,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	switch {
 	case o.changes:
 		err = b.runChanges(ctx, root)
+	case o.throttle:
+		err = b.runThrottle(ctx, root)
 	case o.noisy:
 		err = b.runNoisy(ctx, root)
 	case o.idempotency:

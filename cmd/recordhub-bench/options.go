@@ -56,6 +56,8 @@ type options struct {
 	idemRounds  int
 	// The change feed mode's (-changes).
 	changes            bool
+	throttle           bool
+	throttleRedis      string
 	changesSubscribers int           // live readers of the module
 	changesRate        int           // creates a second
 	changesFor         time.Duration // how long
@@ -99,6 +101,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.idempotency, "idempotency", false, "run only the idempotency mode: the service's CPU per record create, plain and with an Idempotency-Key, in alternating rounds on each -db")
 	fs.IntVar(&o.idemN, "idempotency-n", 2000, "with -idempotency: creates per round of each kind")
 	fs.IntVar(&o.idemRounds, "idempotency-rounds", 4, "with -idempotency: rounds of each kind")
+	fs.BoolVar(&o.throttle, "throttle", false, "run only the throttle mode: deliveries/s and CPU per delivery without a throttle and with one that never binds, then the drain rate of a 2,000-event backlog at rate_limit 20/s")
+	fs.StringVar(&o.throttleRedis, "throttle-redis", "redis://127.0.0.1:6379/0", "with -throttle: REDIS_URL of the service, which holds the throttle; empty holds it in the process")
 	fs.BoolVar(&o.changes, "changes", false, "run only the change feed mode: commit → SSE event latency with -changes-subscribers live readers of one module at -changes-rate creates a second, and the service's RSS per idle stream, on each database of -db")
 	fs.IntVar(&o.changesSubscribers, "changes-subscribers", 100, "with -changes: live readers of the module, one tenant, one key")
 	fs.IntVar(&o.changesRate, "changes-rate", 200, "with -changes: creates a second")

@@ -107,6 +107,11 @@ type embedded struct {
 // the data directory <tag>-data in the work directory, logging to
 // <tag>-service.log there, with loopback receivers allowed.
 func (b *bench) startEmbedded(ctx context.Context, bin, tag string) (*embedded, error) {
+	return b.startEmbeddedWith(ctx, bin, tag, nil)
+}
+
+// startEmbeddedWith is startEmbedded with the variables extra on top.
+func (b *bench) startEmbeddedWith(ctx context.Context, bin, tag string, extra map[string]string) (*embedded, error) {
 	dataDir := filepath.Join(b.work, tag+"-data")
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
@@ -123,6 +128,9 @@ func (b *bench) startEmbedded(ctx context.Context, bin, tag string) (*embedded, 
 		"TEMPORAL_ADDRESS":              "",
 		"RECORDHUB_TEMPORAL_UI_ADDR":    uiAddr,
 		"RECORDHUB_WEBHOOK_ALLOW_CIDRS": "127.0.0.0/8",
+	}
+	for k, v := range extra {
+		e.env[k] = v
 	}
 	fmt.Fprintf(b.out, "%s: starting recordhub serve (sqlite, embedded Temporal, UI on %s) ...\n", tag, uiAddr)
 	if e.service, err = startService(ctx, bin, filepath.Join(b.work, tag+"-service.log"), e.env, false); err != nil {

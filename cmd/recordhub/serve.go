@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/recordhub/recordhub/activities"
+	"github.com/recordhub/recordhub/activities/throttle"
 	"github.com/recordhub/recordhub/api"
 	"github.com/recordhub/recordhub/api/accesslog"
 	"github.com/recordhub/recordhub/api/console"
@@ -83,6 +84,10 @@ func run(ctx context.Context, cfg Config, env Env) error {
 	checks := []api.Check{{Name: "database", Check: store.Ping}}
 
 	var limiter api.Limiter = ratelimit.NewMemory(nil)
+	// Endpoints' throttles: in this process without Redis, which holds
+	// them only where this process sends every request (see
+	// throttleHolder).
+	var throttles activities.Throttle = throttle.NewMemory(nil)
 	if cfg.RedisURL != "" {
 		// Process-wide in go-redis: the last run to start owns it.
 		redis.SetLogger(redisLogger{log})
@@ -95,6 +100,7 @@ func run(ctx context.Context, cfg Config, env Env) error {
 			env.Redis(rdb)
 		}
 		limiter = ratelimit.NewRedis(rdb, "recordhub:ratelimit:")
+		throttles = throttle.NewRedis(rdb, "recordhub:throttle:")
 		checks = append(checks, api.Check{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
 	}
 
@@ -111,7 +117,7 @@ func run(ctx context.Context, cfg Config, env Env) error {
 	defer stopWatch()
 	go store.WatchChanges(watchCtx, log)
 
-	wh, err := startWebhooks(ctx, cfg, store, reg, log, tr)
+	wh, err := startWebhooks(ctx, cfg, store, reg, log, tr, throttles)
 	if err != nil {
 		return err
 	}
@@ -144,6 +150,7 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		TracerProvider: tr.tracerProvider(),
 		Propagator:     tr.textPropagator(),
 		Changes:        api.ChangesOptions{StreamsPerKey: cfg.ChangeStreamsPerKey, StreamsPerTenant: cfg.ChangeStreamsPerTenant},
+		ThrottleUnheld: cfg.throttleUnheld(),
 	})
 	if cfg.runsAPI() {
 		// Change streams follow commits made by other processes too.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,14 +17,17 @@ import (
 // The update command is, like recover and resync, a client of the HTTP
 // API: a PATCH of the endpoint's settings that its flags name.
 
-const updateUsage = "usage: recordhub webhooks update ENDPOINT_ID [--ordering none|record] [--oauth2-token-url URL --oauth2-client-id ID --oauth2-client-secret-file FILE [--oauth2-scopes S,…] [--oauth2-audience A] | --no-auth] [--tls-cert FILE --tls-key FILE] [--tls-ca FILE] [--no-tls] [--api URL] [--json]  (the admin key is read from RECORDHUB_ADMIN_KEY)"
+const updateUsage = "usage: recordhub webhooks update ENDPOINT_ID [--ordering none|record] [--rate-limit N|none] [--max-in-flight N|none] [--oauth2-token-url URL --oauth2-client-id ID --oauth2-client-secret-file FILE [--oauth2-scopes S,…] [--oauth2-audience A] | --no-auth] [--tls-cert FILE --tls-key FILE] [--tls-ca FILE] [--no-tls] [--api URL] [--json]  (the admin key is read from RECORDHUB_ADMIN_KEY)"
 
 // updateOptions is a parsed `webhooks update` command line.
 type updateOptions struct {
 	endpointID string
 	api        string
 	ordering   string
-	asJSON     bool
+	// rateLimit and maxInFlight are the flags as given: "" unset, "none"
+	// (or 0) removes the limit.
+	rateLimit, maxInFlight string
+	asJSON                 bool
 	// auth and tls are the endpoint's new credentials, read from the
 	// flags' files; nil leaves them as they are.
 	auth *client.EndpointAuth
@@ -105,10 +109,49 @@ func (c *credentialFlags) read(opts *updateOptions) error {
 	return nil
 }
 
+// limitFlag reads a --rate-limit or --max-in-flight value: nil for "none"
+// or 0, which remove the limit.
+func limitFlag(name, v string) (*client.Nullable[int], error) {
+	if v == "none" || v == "0" {
+		return &client.Nullable[int]{Null: true}, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return nil, fmt.Errorf("--%s must be a positive integer, or none (or 0) to remove the limit, not %q", name, v)
+	}
+	return &client.Nullable[int]{Value: n}, nil
+}
+
+// update is the change the flags ask for.
+func (o updateOptions) update() (client.EndpointUpdate, error) {
+	var u client.EndpointUpdate
+	if o.ordering != "" {
+		u.Ordering = &o.ordering
+	}
+	u.Auth, u.TLS = o.auth, o.tls
+	if o.rateLimit != "" {
+		n, err := limitFlag("rate-limit", o.rateLimit)
+		if err != nil {
+			return u, err
+		}
+		u.RateLimit = &client.Nullable[client.RateLimit]{Null: n.Null, Value: client.RateLimit{PerSecond: n.Value}}
+	}
+	if o.maxInFlight != "" {
+		n, err := limitFlag("max-in-flight", o.maxInFlight)
+		if err != nil {
+			return u, err
+		}
+		u.MaxInFlight = n
+	}
+	return u, nil
+}
+
 func parseUpdateArgs(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) (updateOptions, error) {
 	var opts updateOptions
 	fs := flag.NewFlagSet("webhooks update", flag.ContinueOnError)
 	fs.StringVar(&opts.ordering, "ordering", "", `"record": the endpoint receives each record's events in the order of the record's versions; "none": as soon as each is dispatched`)
+	fs.StringVar(&opts.rateLimit, "rate-limit", "", "at most N requests to the endpoint in any one second, across every worker (1 to 10000); none or 0 removes the limit")
+	fs.StringVar(&opts.maxInFlight, "max-in-flight", "", "at most N requests to the endpoint at once (1 to 1000); none or 0 removes the limit")
 	fs.StringVar(&opts.api, "api", "", apiFlagHelp)
 	fs.BoolVar(&opts.asJSON, "json", false, "print the endpoint as the API answers it")
 	var creds credentialFlags
@@ -123,8 +166,11 @@ func parseUpdateArgs(args []string, lookupEnv func(string) (string, bool), stdou
 	if err := creds.read(&opts); err != nil {
 		return opts, usageError(stderr, fs, updateUsage, err)
 	}
-	if opts.ordering == "" && opts.auth == nil && opts.tls == nil {
-		return opts, usageError(stderr, fs, updateUsage, errors.New("nothing to change: give --ordering, --oauth2-*, --no-auth, --tls-* or --no-tls"))
+	if opts.ordering == "" && opts.rateLimit == "" && opts.maxInFlight == "" && opts.auth == nil && opts.tls == nil {
+		return opts, usageError(stderr, fs, updateUsage, errors.New("nothing to change: give --ordering, --rate-limit, --max-in-flight, --oauth2-*, --no-auth, --tls-* or --no-tls"))
+	}
+	if _, err := opts.update(); err != nil {
+		return opts, usageError(stderr, fs, updateUsage, err)
 	}
 	opts.endpointID = positional[0]
 	if opts.api, err = apiBase(opts.api, lookupEnv); err != nil {
@@ -143,14 +189,14 @@ func updateCommand(ctx context.Context, args []string, lookupEnv func(string) (s
 	if err != nil {
 		return err
 	}
+	change, err := opts.update()
+	if err != nil {
+		return err
+	}
 	// A PATCH that sets a value may be sent again: a 429 and a network
 	// error are both retried.
 	ep, err := callAPI(ctx, startAttempts, true, func(ctx context.Context) (*client.Endpoint, error) {
-		u := client.EndpointUpdate{Auth: opts.auth, TLS: opts.tls}
-		if opts.ordering != "" {
-			u.Ordering = &opts.ordering
-		}
-		return c.UpdateEndpoint(ctx, opts.endpointID, u)
+		return c.UpdateEndpoint(ctx, opts.endpointID, change)
 	})
 	if err != nil {
 		return fmt.Errorf("update %s: %w", opts.endpointID, err)
@@ -159,7 +205,14 @@ func updateCommand(ctx context.Context, args []string, lookupEnv func(string) (s
 		_, err := stdout.Write(append(ep.Raw, '\n'))
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "endpoint %s: ordering %s\n", ep.ID, ep.Ordering)
+	rate, inFlight := "none", "none"
+	if ep.RateLimit != nil {
+		rate = fmt.Sprintf("%d/s", ep.RateLimit.PerSecond)
+	}
+	if ep.MaxInFlight != nil {
+		inFlight = strconv.Itoa(*ep.MaxInFlight)
+	}
+	_, err = fmt.Fprintf(stdout, "endpoint %s: ordering %s, rate limit %s, max in flight %s\n", ep.ID, ep.Ordering, rate, inFlight)
 	if err == nil && ep.Auth != nil {
 		_, err = fmt.Fprintf(stdout, "  auth: %s, token URL %s, client %s, secret %s\n", ep.Auth.Type, ep.Auth.TokenURL, ep.Auth.ClientID, ep.Auth.ClientSecret)
 	}

@@ -100,3 +100,33 @@ func TestUpdateCommandCredentials(t *testing.T) {
 		t.Error("--no-tls with --tls-ca: no error")
 	}
 }
+
+// TestUpdateThrottleFlags: --rate-limit N sets rate_limit, --max-in-flight
+// none (or 0) sends null, which removes it; a value that is no number is
+// refused before anything is sent.
+func TestUpdateThrottleFlags(t *testing.T) {
+	fastRecovery(t)
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, string(b))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"whe_1","ordering":"none","rate_limit":{"per_second":20},"max_in_flight":null}`)
+	}))
+	t.Cleanup(srv.Close)
+	env := map[string]string{"RECORDHUB_ADMIN_KEY": testAdminKey, "RECORDHUB_API_URL": srv.URL}
+	stdout, _, err := runWithEnv(context.Background(), env, "webhooks", "update", "whe_1", "--rate-limit", "20", "--max-in-flight", "none")
+	if err != nil || !strings.Contains(stdout, "rate limit 20/s, max in flight none") {
+		t.Fatalf("update: %v\n%s", err, stdout)
+	}
+	if _, _, err := runWithEnv(context.Background(), env, "webhooks", "update", "whe_1", "--max-in-flight", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runWithEnv(context.Background(), env, "webhooks", "update", "whe_1", "--rate-limit", "fast"); err == nil {
+		t.Error("--rate-limit fast: no error")
+	}
+	want := []string{`{"rate_limit":{"per_second":20},"max_in_flight":null}`, `{"max_in_flight":null}`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("bodies sent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

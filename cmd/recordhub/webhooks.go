@@ -66,11 +66,16 @@ func temporalClientOptions(addr string, cfg Config, log *slog.Logger, tr *tracin
 // dispatcher. The API role's client connects lazily: the API accepts
 // writes while Temporal is down (the outbox holds their events), and only
 // replays need Temporal.
-func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg prometheus.Registerer, log *slog.Logger, tr *tracing) (_ *webhooks, err error) {
+func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg prometheus.Registerer, log *slog.Logger, tr *tracing, throttles activities.Throttle) (_ *webhooks, err error) {
 	// The delivery schedule, the one value that the workflows carry in
 	// their inputs and the deliverer reads its attempts' timeout from.
 	schedule := activities.Schedule{
 		Initial: cfg.WebhookRetryInitial, MaxInterval: cfg.WebhookRetryMaxInterval, AttemptTimeout: cfg.WebhookTimeout,
+	}
+	if cfg.runsWorker() {
+		if err := checkThrottlesHeld(ctx, cfg, store); err != nil {
+			return nil, err
+		}
 	}
 	wh := &webhooks{}
 	defer func() {
@@ -111,7 +116,7 @@ func startWebhooks(ctx context.Context, cfg Config, store *models.Store, reg pro
 		Schedule: schedule, AllowCIDRs: cfg.WebhookAllowCIDRs, Version: appVersion(), Metrics: activities.NewMetrics(reg),
 		DisableAfter:   cfg.EndpointDisableAfter,
 		TracerProvider: tr.tracerProvider(), Propagator: tr.textPropagator(),
-		Logger: log,
+		Logger: log, Throttle: throttles,
 	})
 	if err != nil {
 		return nil, err

@@ -738,6 +738,26 @@ async function run(page) {
     check((await api('GET', path)).ordering === 'none', 'ordering was not switched off');
   });
 
+  await step('the throttle: shown, set, removed', async () => {
+    const path = `/api/admin/webhook-endpoints/${ENDPOINT_ID}`;
+    await card.locator('[data-testid="endpoint-throttle"][data-rate-limit=""]').waitFor();
+    await card.getByTestId('endpoint-edit-throttle').click();
+    await card.getByTestId('throttle-rate').fill('20');
+    await card.getByTestId('throttle-in-flight').fill('2');
+    await card.getByTestId('throttle-submit').click();
+    await card.locator('[data-testid="endpoint-throttle"][data-rate-limit="20"][data-max-in-flight="2"]').waitFor();
+    const saved = await api('GET', path);
+    check(saved.rate_limit?.per_second === 20 && saved.max_in_flight === 2, `the throttle saved reads ${JSON.stringify([saved.rate_limit, saved.max_in_flight])}`);
+    await card.getByTestId('endpoint-edit-throttle').click();
+    check(await card.getByTestId('throttle-rate').inputValue() === '20', 'the form does not hold the rate limit');
+    await card.getByTestId('throttle-rate').fill('');
+    await card.getByTestId('throttle-in-flight').fill('');
+    await card.getByTestId('throttle-submit').click();
+    await card.locator('[data-testid="endpoint-throttle"][data-rate-limit=""][data-max-in-flight=""]').waitFor();
+    const cleared = await api('GET', path);
+    check(cleared.rate_limit === null && cleared.max_in_flight === null, 'the throttle was not removed');
+  });
+
   await step('an API error shows its message and request id', async () => {
     await expectingStatus(404, async () => {
       await page.evaluate(() => { location.hash = '#/deliveries/whd_nosuchattempt'; });

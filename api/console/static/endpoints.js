@@ -140,6 +140,14 @@ function card(ctx, e) {
       replace(extra, filterForm(ctx, e, () => replace(extra)));
     },
   }, 'Filter…');
+  const editThrottle = h('button', {
+    type: 'button', class: 'secondary', 'data-testid': 'endpoint-edit-throttle',
+    onclick: () => {
+      reveal.disabled = false;
+      if (revealHeaders) revealHeaders.disabled = false;
+      replace(extra, throttleForm(ctx, e, () => replace(extra)));
+    },
+  }, 'Throttle…');
 
   const detail = [];
   if (health.consecutive_failures > 0) detail.push(`${health.consecutive_failures} failed in a row`);
@@ -158,7 +166,11 @@ function card(ctx, e) {
       ' · ', modules(e),
       ' · ', `up to ${e.retry_max} attempt${e.retry_max === 1 ? '' : 's'} a delivery`,
       ' · ', h('span', { 'data-testid': 'endpoint-ordering', 'data-ordering': e.ordering || 'none' },
-        ordered ? "each record's events in version order" : 'unordered')),
+        ordered ? "each record's events in version order" : 'unordered'),
+      ' · ', h('span', {
+        'data-testid': 'endpoint-throttle',
+        'data-rate-limit': e.rate_limit ? e.rate_limit.per_second : '', 'data-max-in-flight': e.max_in_flight ?? '',
+      }, throttleText(e))),
     headerNames.length ? customHeaders(headerNames) : null,
     credentialsLine(e),
     filterLine(e),
@@ -169,6 +181,7 @@ function card(ctx, e) {
       link(`#/deliveries?endpoint_id=${encodeURIComponent(e.id)}`, 'Deliveries', { class: 'button secondary', 'data-testid': 'endpoint-deliveries' }),
       recover,
       editFilter,
+      editThrottle,
       ordering,
       resync,
       reveal,
@@ -228,6 +241,47 @@ function filterLine(e) {
 // filterForm edits the endpoint's content filter as JSON: {"field":
 // value, …}, every condition holding; empty or {} removes it. The
 // service checks it against the endpoint's modules (422 naming the field).
+// throttleText says an endpoint's throttle in words.
+function throttleText(e) {
+  const parts = [];
+  if (e.rate_limit) parts.push(`at most ${e.rate_limit.per_second}/s`);
+  if (e.max_in_flight != null) parts.push(`at most ${e.max_in_flight} at once`);
+  return parts.length ? parts.join(', ') : 'not throttled';
+}
+
+// throttleForm edits rate_limit and max_in_flight; an empty field is no
+// limit (null).
+function throttleForm(ctx, e, close) {
+  const rate = h('input', { type: 'number', min: 1, max: 10000, name: 'rate_limit', 'data-testid': 'throttle-rate' });
+  rate.value = e.rate_limit ? String(e.rate_limit.per_second) : '';
+  const inFlight = h('input', { type: 'number', min: 1, max: 1000, name: 'max_in_flight', 'data-testid': 'throttle-in-flight' });
+  inFlight.value = e.max_in_flight != null ? String(e.max_in_flight) : '';
+  const submit = h('button', { type: 'submit', 'data-testid': 'throttle-submit' }, 'Save throttle');
+  const out = h('div');
+  const form = h('form', { class: 'filter', 'data-testid': 'throttle-form', novalidate: true },
+    h('p', null, 'Send this endpoint at most so many requests a second, and at once, across every worker (empty: no limit).'),
+    h('label', null, 'Requests per second ', rate),
+    h('label', null, ' In flight at once ', inFlight),
+    h('div', { class: 'actions' }, submit, h('button', { type: 'button', class: 'secondary', onclick: close }, 'Close')),
+    out);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const num = (input) => (input.value.trim() === '' ? null : Number(input.value));
+    const r = num(rate);
+    const body = { rate_limit: r === null ? null : { per_second: r }, max_in_flight: num(inFlight) };
+    submit.disabled = true;
+    try {
+      await request('PATCH', adminPath('webhook-endpoints', e.id), { body });
+    } catch (failure) {
+      submit.disabled = false;
+      if (ctx.alive()) replace(out, errorBox(failure, 'throttle-refused'));
+      return;
+    }
+    if (ctx.alive()) ctx.reload();
+  });
+  return form;
+}
+
 function filterForm(ctx, e, close) {
   const text = h('textarea', {
     name: 'filter', rows: 3, cols: 60, spellcheck: 'false', 'data-testid': 'filter-input',
