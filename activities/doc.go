@@ -147,7 +147,7 @@
 // slot is held, then makes the same attempt number again. A refusal of a
 // few milliseconds is waited out in the activity instead (never in a local
 // attempt). The second's window is counted at send times (the slot is
-// stamped again just before the request leaves), with a 20 ms guard, so
+// stamped again just before the request leaves), with a 50 ms guard, so
 // that a slow row write cannot bunch requests into one second; the slot in
 // flight is released when the request ends, or when its lease does. When
 // the throttle's store fails, the attempt fails as the store's failure

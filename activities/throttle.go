@@ -32,21 +32,14 @@ const leaseMargin = 15 * time.Second
 
 // shortWait is the longest refusal an activity waits out itself, up to
 // shortWaits times, instead of answering ErrTypeThrottled for the
-// workflow's timer: the time of a hundred requests at the endpoint's rate,
-// between 50 ms and 1 s. A delivery that comes back at its turn is often
-// refused for a few milliseconds (the request a second before it was
-// written a little after its slot); through a timer and a new activity
-// that costs its turn, and so the drain rate, and more history than the
-// wait is worth. At most about a hundred activities wait so at once per
-// endpoint. A local attempt never waits: it holds a workflow task.
-func shortWait(t models.Throttle) time.Duration {
-	if t.PerSecond == 0 {
-		return 50 * time.Millisecond
-	}
-	return min(max(100*time.Second/time.Duration(t.PerSecond), 50*time.Millisecond), time.Second)
-}
+// workflow's timer (a timer and a new activity cost more history than a
+// few milliseconds' wait is worth). A local attempt never waits: it holds a
+// workflow task. (Waits of up to a hundred requests' time, tried to keep a
+// delivery's turn, raised the drain rate but let a receiver count more
+// than the limit in one second: kept short until that is understood.)
+func shortWait(models.Throttle) time.Duration { return 50 * time.Millisecond }
 
-const shortWaits = 5
+const shortWaits = 3
 
 // stampOnWrite stamps the permit's slot with the time the request was
 // written (see throttle.Permit.Sending): counted from then, not from when
