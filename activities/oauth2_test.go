@@ -210,7 +210,7 @@ func TestAttemptOAuth2ClientCredentials(t *testing.T) {
 			for _, sp := range spans.Ended() {
 				for _, a := range sp.Attributes() {
 					for _, s := range secrets {
-						if strings.Contains(a.Value.Emit(), s) {
+						if strings.Contains(a.Value.String(), s) {
 							t.Errorf("span %q attribute %s holds a secret", sp.Name(), a.Key)
 						}
 					}
