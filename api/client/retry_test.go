@@ -67,7 +67,40 @@ func failOnce(t *testing.T, status int, body, after string) (*httptest.Server, *
 	return srv, s
 }
 
-var uuid = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+// uuid matches the keys the client makes: UUIDs of version 7.
+var uuid = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// TestIdempotencyKeysInOrder: the keys the client makes are new for each
+// write and sort in the order they were made, so that the server files
+// each beside the last.
+func TestIdempotencyKeysInOrder(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get(client.IdempotencyKeyHeader))
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"id":"rec_1","module_id":"mod_1","fields":{},"custom_data":{},"version":1}`))
+	}))
+	t.Cleanup(srv.Close)
+	c := client.New(srv.URL, "k", client.WithIdempotencyKeys())
+	for range 200 {
+		if _, err := c.CreateRecord(context.Background(), "mod_1", client.RecordInput{Fields: map[string]any{"title": "x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, k := range keys {
+		if !uuid.MatchString(k) {
+			t.Fatalf("key %d %q, want a UUID of version 7", i, k)
+		}
+		if i > 0 && k <= keys[i-1] {
+			t.Fatalf("key %d %q sorts before or with key %d %q, want each after the last", i, k, i-1, keys[i-1])
+		}
+	}
+}
 
 // TestRetryWithIdempotencyKey: a POST that carries a key is sent again
 // after a 503, once its Retry-After has passed, with the same key.

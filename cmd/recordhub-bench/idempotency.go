@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -100,7 +101,39 @@ func (b *bench) idempotencyOn(ctx context.Context, bin, db string) ([]idemRound,
 			out = append(out, round)
 		}
 	}
+	for _, kind := range []string{"plain", "keyed"} {
+		if b.o.profile[kind] {
+			if err := b.profileCreates(ctx, st.svc, db, kind, clients[kind == "keyed"], f.writeModule, conc); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return out, nil
+}
+
+// profileCreates takes the service's CPU and allocation profiles over ten
+// seconds of creates of one kind, after the measured rounds.
+func (b *bench) profileCreates(ctx context.Context, svc *service, db, kind string, c *client.Client, module string, conc int) error {
+	const secs = 10
+	profiled := make(chan error, 2)
+	for _, p := range []string{"profile", "allocs"} {
+		path := filepath.Join(b.work, fmt.Sprintf("%s-%s-%s.pprof", p, db, kind))
+		go func() { profiled <- svc.saveProfile(ctx, p, secs, path) }()
+	}
+	deadline := time.Now().Add(secs * time.Second)
+	for time.Now().Before(deadline) {
+		if err := createWith(ctx, c, module, 500, conc); err != nil {
+			return err
+		}
+	}
+	for range 2 {
+		if err := <-profiled; err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(b.out, "%s: profiles in %s; read them with: go tool pprof -top %s %s\n", db, b.work, filepath.Join(b.work, "recordhub"),
+		filepath.Join(b.work, fmt.Sprintf("profile-%s-%s.pprof", db, kind)))
+	return nil
 }
 
 // createWith creates n records with c, conc at a time.
