@@ -36,6 +36,7 @@ type webhookResult struct {
 
 	service       throughput
 	serviceCreate time.Duration // how long the creates took
+	peers         peersResult   // the peers' method
 	floors        []throughput  // on the same embedded server
 }
 
@@ -86,6 +87,9 @@ func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error)
 		return r, err
 	}
 	if r.service, r.serviceCreate, err = b.serviceThroughput(ctx, svc, t); err != nil {
+		return r, err
+	}
+	if r.peers, err = b.peersRun(ctx, svc, t); err != nil {
 		return r, err
 	}
 	r.floors, err = b.runFloors(ctx, "webhooks", e.temporalAddr, "default", b.o.webhookN, webhookCreators)
