@@ -78,7 +78,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.records, "records", 100_000, "records in the listed module")
 	dbs := fs.String("db", "sqlite,postgres", "databases to run, comma-separated")
 	fs.StringVar(&o.pgURL, "pg", defaultPostgresURL, "PostgreSQL server in which a fresh database is created and dropped")
-	profile := fs.String("profile", "", "take CPU and allocation profiles of the service during these scenarios (comma-separated: get, post, list; with -idempotency: plain, keyed); the service then runs with its profiler on (RECORDHUB_PPROF_ADDR), which the figures of that run include, and the work directory is kept")
+	profile := fs.String("profile", "", "take CPU and allocation profiles of the service during these scenarios (comma-separated: get, post, list; webhooks, the first 5 s of the webhook group's throughput run; with -idempotency: plain, keyed); the service then runs with its profiler on (RECORDHUB_PPROF_ADDR), which the figures of that run include, and the work directory is kept")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, service logs, hey output)")
 	fs.BoolVar(&o.webhooks, "webhooks", true, "run the webhook group (SQLite, embedded Temporal): idle RSS, change-to-delivery latency, deliveries/s against bare Temporal workflows; -db '' runs it alone")
 	fs.IntVar(&o.webhookN, "webhook-n", 600, "records in the webhook group's throughput run, and workflows in each floor run on the same server")
@@ -130,11 +130,11 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	o.profile = map[string]bool{}
 	for p := range strings.SplitSeq(*profile, ",") {
 		switch p = strings.TrimSpace(p); p {
-		case "get", "post", "list", "plain", "keyed":
+		case "get", "post", "list", "plain", "keyed", "webhooks":
 			o.profile[p] = true
 		case "":
 		default:
-			return o, fmt.Errorf("-profile: unknown scenario %q (get, post, list; plain, keyed with -idempotency)", p)
+			return o, fmt.Errorf("-profile: unknown scenario %q (get, post, list; webhooks; plain, keyed with -idempotency)", p)
 		}
 	}
 	if *temporalConfig != "" {

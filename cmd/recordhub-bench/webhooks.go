@@ -24,6 +24,9 @@ const (
 	webhookRateFor  = 10 * time.Second
 	webhookGrace    = 10 * time.Second // wait for late deliveries after the last change
 	webhookCreators = 16               // concurrent POSTs in the throughput run, and floor starters
+	// webhookProfileSeconds is how long -profile webhooks profiles the
+	// throughput run: set -webhook-n so that the run lasts longer.
+	webhookProfileSeconds = 5
 )
 
 // webhookResult is the webhook group's outcome.
@@ -137,7 +140,7 @@ func (b *bench) startEmbeddedWith(ctx context.Context, bin, tag string, extra ma
 		e.env[k] = v
 	}
 	fmt.Fprintf(b.out, "%s: starting recordhub serve (sqlite, embedded Temporal, UI on %s) ...\n", tag, uiAddr)
-	if e.service, err = startService(ctx, bin, filepath.Join(b.work, tag+"-service.log"), e.env, false); err != nil {
+	if e.service, err = startService(ctx, bin, filepath.Join(b.work, tag+"-service.log"), e.env, b.o.profile["webhooks"]); err != nil {
 		return nil, err
 	}
 	e.temporalAddr = "127.0.0.1:" + e.env["RECORDHUB_TEMPORAL_PORT"]
@@ -206,6 +209,13 @@ func (b *bench) serviceThroughput(ctx context.Context, svc *service, t prodTenan
 	if err != nil {
 		return tp, 0, err
 	}
+	profiled := make(chan error, 1)
+	if b.o.profile["webhooks"] {
+		path := filepath.Join(b.work, "profile-webhooks.pprof")
+		go func() { profiled <- svc.saveProfile(ctx, "profile", webhookProfileSeconds, path) }()
+	} else {
+		profiled <- nil
+	}
 	cpu0, _ := machineCPU()
 	start := time.Now()
 	ids, err := createMany(ctx, svc, t.f, n, webhookCreators)
@@ -221,6 +231,13 @@ func (b *bench) serviceThroughput(ctx context.Context, svc *service, t prodTenan
 	cpu1, _ := machineCPU()
 	arr := times(t.rcv.arrivals(ids))
 	tp.delivered, tp.span, tp.cpu = len(arr), span(arr), cpu1-cpu0
+	if err := <-profiled; err != nil {
+		return tp, created, err
+	}
+	if b.o.profile["webhooks"] {
+		fmt.Fprintf(b.out, "webhooks: the service's CPU profile over the first %ds of the throughput run: go tool pprof -top %s %s\n",
+			webhookProfileSeconds, filepath.Join(b.work, "recordhub"), filepath.Join(b.work, "profile-webhooks.pprof"))
+	}
 	fmt.Fprintf(b.out, "webhooks: recordhub: %d deliveries in %s (%.1f/s), machine CPU %s per delivery; creates took %s\n", tp.delivered,
 		tp.span.Round(time.Millisecond), tp.rate(), ms(tp.cpuPer()), created.Round(time.Millisecond))
 	return tp, created, nil

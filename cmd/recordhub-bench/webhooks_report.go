@@ -39,6 +39,8 @@ func reportWebhooks(w io.Writer, o options, r webhookResult) (missed, total int)
 		pr.rate(), peersEvents, peersPublishers, pr.delivered, pr.span.Round(time.Millisecond))
 	fmt.Fprintf(tw, "the peers' method: publish → receipt p50 / p99\t%s / %s\t-\t-\t\n", ms(pr.p50), ms(pr.p99))
 	fmt.Fprintf(tw, "the peers' method: machine CPU per delivery\t%s\t-\t-\t/proc/stat over the same window\n", ms(pr.cpuPer()))
+	fmt.Fprintf(tw, "the same, until the service settled\t%s\t-\t-\tthe work left behind the last receipt too (%s after it)\n", ms(pr.settledPer()), pr.settledAfter.Round(time.Millisecond))
+	fmt.Fprintf(tw, "the same, the service's own process\t%s\t-\t-\tholds on a machine shared with other work\n", ms(per(pr.service, pr.delivered)))
 	for _, f := range r.floors {
 		target, ok := floorTarget(f.label)
 		if !ok {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/recordhub/recordhub/models"
@@ -31,9 +33,13 @@ func TestWebhooksEndToEnd(t *testing.T) {
 
 			ok := newReceiver(t, 0)
 			flaky := newReceiver(t, 2)
+			var okEndpoint string
 			for _, r := range []*receiver{ok, flaky} {
 				ep := jsonCall(t, "POST", base+"/api/admin/webhook-endpoints", key, map[string]any{"url": r.srv.URL + "/hook", "events": models.EventTypes})
 				r.secret = ep["secret"].(string)
+				if r == ok {
+					okEndpoint = ep["id"].(string)
+				}
 				// Every body, as it arrives, against its module's event schema.
 				r.check = schemaCheck(base, key)
 			}
@@ -167,6 +173,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 				}
 			}
 			checkPurgeSchedule(t, cfg)
+			checkSearchable(t, cfg, created, okEndpoint)
 			if err := stop(); err != nil {
 				t.Fatal(err)
 			}
@@ -287,4 +294,52 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// checkSearchable asks the embedded server's visibility, as an operator
+// types them in the Temporal UI, each query that should find the delivery
+// of the event ev to the endpoint: by each of recordhub's search
+// attributes, and by workflow id, type and status.
+func checkSearchable(t *testing.T, cfg Config, ev received, endpointID string) {
+	t.Helper()
+	ctx := t.Context()
+	c, err := client.Dial(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", cfg.TemporalPort), Namespace: cfg.TemporalNamespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	record := ev.body["record"].(map[string]any)
+	find := func(query string) []string {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: cfg.TemporalNamespace, Query: query, PageSize: 1000})
+		if err != nil {
+			t.Fatalf("list %q: %v", query, err)
+		}
+		var ids []string
+		for _, e := range resp.GetExecutions() {
+			ids = append(ids, e.GetExecution().GetWorkflowId())
+		}
+		return ids
+	}
+	var id string
+	one := fmt.Sprintf("RecordhubRecord = %q AND RecordhubEndpoint = %q AND RecordhubEventType = %q", record["id"], endpointID, ev.event)
+	storetest.Eventually(t, 30*time.Second, "the delivery in the Temporal UI's list", func() bool {
+		if ids := find(one); len(ids) == 1 {
+			id = ids[0]
+		}
+		return id != ""
+	})
+	for _, q := range []string{
+		fmt.Sprintf("RecordhubTenant = %q", ev.body["tenant_id"]),
+		fmt.Sprintf("RecordhubEndpoint = %q", endpointID),
+		fmt.Sprintf("RecordhubModule = %q", record["module_id"]),
+		fmt.Sprintf("RecordhubRecord = %q", record["id"]),
+		fmt.Sprintf("RecordhubEventType = %q", ev.event),
+		fmt.Sprintf("WorkflowId = %q", id),
+		fmt.Sprintf("WorkflowType = %q", workflows.DeliveryWorkflowName),
+		`ExecutionStatus = "Completed"`,
+	} {
+		storetest.Eventually(t, 30*time.Second, "the delivery found by "+q, func() bool {
+			return slices.Contains(find(q), id)
+		})
+	}
 }

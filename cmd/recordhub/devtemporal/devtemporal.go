@@ -118,6 +118,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := prepareDatabase(sqlCfg, cfg.Namespace, cfg.Retention); err != nil {
 		return nil, err
 	}
+	if err := trimVisibilityIndexes(ctx, dbPath); err != nil {
+		return nil, err
+	}
 
 	// Again, now that preparing the database may have taken a while.
 	if _, err := reservePort("RECORDHUB_TEMPORAL_PORT", "127.0.0.1", frontendPort); err != nil {
