@@ -179,7 +179,7 @@ func (s *Store) sealJSON(v any, ad string) string {
 	if err != nil {
 		panic(fmt.Sprintf("encode credentials: %v", err)) // strings and string slices always encode
 	}
-	return s.box.Seal(string(b), ad)
+	return s.box.SealBytes(b, ad)
 }
 
 // setEndpointAuth validates in, the endpoint's new auth (nil or zero:

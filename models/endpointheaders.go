@@ -147,7 +147,7 @@ func (s *Store) setEndpointHeaders(e *WebhookEndpoint, in map[string]string) []F
 	if err != nil {
 		panic(fmt.Sprintf("encode headers: %v", err)) // a map of strings always encodes
 	}
-	e.Headers = s.box.Seal(string(b), headersAD(e.ID))
+	e.Headers = s.box.SealBytes(b, headersAD(e.ID))
 	e.HeaderNames = slices.Sorted(maps.Keys(h))
 	return nil
 }

@@ -277,7 +277,7 @@ func (s *Store) SaveIdempotentAnswer(ctx context.Context, keyID, key string, ttl
 		headers = []byte("{}")
 	}
 	now := s.now()
-	sealed := s.box.Seal(string(a.Body), sealLabel(keyID, key))
+	sealed := s.box.SealBytes(a.Body, sealLabel(keyID, key))
 	var stored int64
 	err = s.writeOne(ctx, func(tx *gormDB) error {
 		res, err := s.exec(tx, saveAnswer, keyID, key, a.Fingerprint, a.Status, string(headers), sealed, now, now.Add(-ttl))

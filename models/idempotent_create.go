@@ -105,7 +105,7 @@ func (s *Store) createKeyed(ctx context.Context, k *KeyedCreate, r *Record, even
 	}
 	ans := keyedAnswer{
 		status: a.Status, headers: string(headers),
-		sealed: s.box.Seal(string(a.Body), sealLabel(k.KeyID, k.Key)),
+		sealed: s.box.SealBytes(a.Body, sealLabel(k.KeyID, k.Key)),
 	}
 	stampTrace(ctx, events)
 	if s.dialect == Postgres {

@@ -90,12 +90,21 @@ func ParseSecretKey(s string) ([]byte, error) {
 // Seal encrypts plaintext; additional binds the ciphertext to its owner (a
 // tenant id, say) so it cannot be moved to another row.
 func (b *SecretBox) Seal(plaintext, additional string) string {
-	nonce := make([]byte, b.aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
+	return b.SealBytes([]byte(plaintext), additional)
+}
+
+// SealBytes is Seal of bytes, which it seals without copying them first;
+// a keyed write seals its answer with it.
+func (b *SecretBox) SealBytes(plaintext []byte, additional string) string {
+	ns := b.aead.NonceSize()
+	sealed := make([]byte, ns, ns+len(plaintext)+b.aead.Overhead())
+	if _, err := rand.Read(sealed); err != nil {
 		panic(fmt.Sprintf("crypto/rand: %v", err))
 	}
-	out := b.aead.Seal(nonce, nonce, []byte(plaintext), []byte(additional))
-	return sealedPrefix + base64.StdEncoding.EncodeToString(out)
+	sealed = b.aead.Seal(sealed, sealed[:ns], plaintext, []byte(additional))
+	out := make([]byte, len(sealedPrefix)+base64.StdEncoding.EncodedLen(len(sealed)))
+	base64.StdEncoding.Encode(out[copy(out, sealedPrefix):], sealed)
+	return string(out)
 }
 
 // Open decrypts what Seal returned.
