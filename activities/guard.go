@@ -141,7 +141,17 @@ type destination struct {
 // IP literals, odd IPv4 spellings and localhost names. The delivery attempt
 // runs it before dialling, so a URL stored before a rule existed is refused
 // too; names are then checked address by address by the dialer.
+//
+// A broker URL (amqp, amqps, nats) follows models.ParseBrokerURL's rules
+// instead of HTTP's, user information included; its host is judged alike.
 func (e *egress) checkStatic(rawURL string) (destination, error) {
+	if models.IsBrokerURL(rawURL) {
+		b, err := models.ParseBrokerURL(rawURL)
+		if err != nil {
+			return destination{}, err
+		}
+		return e.checkHost(nil, b.Host)
+	}
 	u, err := url.Parse(strings.TrimSpace(rawURL))
 	if err != nil {
 		return destination{}, errors.New("the URL cannot be parsed")
@@ -164,6 +174,12 @@ func (e *egress) checkStatic(rawURL string) (destination, error) {
 	if host == "" {
 		return destination{}, errors.New("the URL must be absolute, with a host")
 	}
+	return e.checkHost(u, host)
+}
+
+// checkHost applies checkStatic's rules of the host, lower case and
+// without brackets or port.
+func (e *egress) checkHost(u *url.URL, host string) (destination, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		if a.Zone() != "" {
 			return destination{}, errors.New("IPv6 zone identifiers are not accepted")
