@@ -1,0 +1,221 @@
+//go:build !noembedtemporal
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	amqp "github.com/rabbitmq/amqp091-go"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
+)
+
+// TestBrokerEndpointsEndToEnd: through the whole service, record changes
+// reach a RabbitMQ queue and a JetStream stream, every event type once,
+// each message verified by the Standard Webhooks library with the
+// endpoint's secret; and the broker login's password appears nowhere:
+// not in answers, rows, the service's log (at debug level), spans, nor
+// in clear in the database.
+func TestBrokerEndpointsEndToEnd(t *testing.T) {
+	const natsPassword = "e2e-nats-pw-93fa1c"
+	leaks := func(s string) bool { return strings.Contains(s, natsPassword) || strings.Contains(s, "guest:guest@") }
+
+	rabbitURL, natsURL := storetest.RabbitMQ(t), storetest.NATS(t)
+	conn, err := amqp.Dial(rabbitURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := models.NewID("")
+	exchange, queue := "recordhub-e2e-"+id, "recordhub-e2e-"+id
+	if err := ch.ExchangeDeclare(exchange, "topic", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare(queue, false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(queue, "orders.#", exchange, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, subject := "RECORDHUB_E2E_"+id, "recordhub-e2e-"+id
+	st, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: stream, Subjects: []string{subject + ".>"}, Storage: jetstream.MemoryStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { js.DeleteStream(context.Background(), stream) })
+
+	cfg := webhookConfig(t, models.SQLite)
+	cfg.LogLevel = slog.LevelDebug
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	var stdout, stderr syncBuffer
+	base, stop := startServiceEnv(t, cfg, Env{Stdout: &stdout, Stderr: &stderr, TracerProvider: tp})
+	key := cfg.BootstrapAdminKey
+
+	mod := jsonCall(t, "POST", base+"/api/admin/modules", key, map[string]any{"slug": "orders", "name": "Orders",
+		"fields": []any{map[string]any{"name": "title", "type": "string"},
+			map[string]any{"name": "state", "type": "status", "states": []string{"open", "shipped"}, "initial": "open"}}})
+	events := []string{"record_created", "record_updated", "status_change", "custom_data_updated", "record_deleted"}
+	au, _ := url.Parse(rabbitURL)
+	au.RawQuery = "exchange=" + exchange + "&routing_key={module}.{event_type}"
+	nu, _ := url.Parse(natsURL)
+	endpoints := map[string]map[string]any{}
+	for kind, u := range map[string]string{
+		"amqp": au.String(),
+		"nats": "nats://app:" + natsPassword + "@" + nu.Host + "/" + subject + ".{module}.{event_type}",
+	} {
+		ep := jsonCall(t, "POST", base+"/api/admin/webhook-endpoints", key, map[string]any{"url": u, "events": events})
+		if ep["kind"] != kind || leaks(ep["url"].(string)) || !strings.Contains(ep["url"].(string), ":****@") {
+			t.Errorf("%s endpoint answered kind %v, url %v: want %s and the password masked", kind, ep["kind"], ep["url"], kind)
+		}
+		endpoints[kind] = ep
+	}
+
+	path := base + "/api/modules/" + mod["id"].(string) + "/records"
+	rec := jsonCall(t, "POST", path, key, map[string]any{"fields": map[string]any{"title": "a"}})
+	recPath := path + "/" + rec["id"].(string)
+	jsonCall(t, "PATCH", recPath, key, map[string]any{"fields": map[string]any{"state": "shipped"}})
+	jsonCall(t, "PATCH", recPath, key, map[string]any{"custom_data": map[string]any{"note": "gift"}})
+	jsonCall(t, "DELETE", recPath, key, nil)
+
+	// record_created, record_updated + status_change, custom_data_updated, record_deleted.
+	const want = 5
+	var amqpMsgs []amqp.Delivery
+	storetest.Eventually(t, 60*time.Second, "every event in the queue", func() bool {
+		for {
+			m, ok, err := ch.Get(queue, true)
+			if err != nil || !ok {
+				break
+			}
+			amqpMsgs = append(amqpMsgs, m)
+		}
+		return len(amqpMsgs) >= want
+	})
+	storetest.Eventually(t, 60*time.Second, "every event in the stream", func() bool {
+		info, err := st.Info(context.Background())
+		return err == nil && info.State.Msgs >= want
+	})
+
+	verify := func(kind string, h http.Header, body []byte) string {
+		secret := endpoints[kind]["secret"].(string)
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wh.Verify(body, h); err != nil {
+			t.Errorf("%s message %s: %v", kind, h.Get("webhook-id"), err)
+		}
+		return h.Get("x-webhook-event")
+	}
+	seen := map[string]int{}
+	for _, m := range amqpMsgs {
+		h := http.Header{}
+		for k, v := range m.Headers {
+			if s, ok := v.(string); ok {
+				h.Set(k, s)
+			}
+		}
+		seen["amqp "+verify("amqp", h, m.Body)]++
+	}
+	for seq := uint64(1); seq <= want; seq++ {
+		m, err := st.GetMsg(context.Background(), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := http.Header{}
+		for k, vs := range m.Header {
+			for _, v := range vs {
+				h.Add(k, v)
+			}
+		}
+		seen["nats "+verify("nats", h, m.Data)]++
+	}
+	for _, kind := range []string{"amqp", "nats"} {
+		for _, ev := range events {
+			if seen[kind+" "+ev] != 1 {
+				t.Errorf("%s: %d %s messages, want 1 (%v)", kind, seen[kind+" "+ev], ev, seen)
+			}
+		}
+	}
+
+	for kind, ep := range endpoints {
+		epID := ep["id"].(string)
+		st, m := call(t, "GET", base+"/api/admin/webhook-deliveries?endpoint_id="+epID+"&limit=100", key, "")
+		if st != 200 || m["total"].(float64) != want {
+			t.Fatalf("%s deliveries: %d %v", kind, st, m)
+		}
+		for _, row := range m["data"].([]any) {
+			id := row.(map[string]any)["id"].(string)
+			body, status := getRaw(t, base+"/api/admin/webhook-deliveries/"+id, key)
+			var full struct {
+				Succeeded    bool   `json:"succeeded"`
+				ResponseBody string `json:"response_body"`
+			}
+			json.Unmarshal([]byte(body), &full)
+			if status != 200 || leaks(body) || !full.Succeeded || full.ResponseBody == "" {
+				t.Errorf("%s delivery %s: %d, succeeded %v, confirmation %q, leaks the password: %v", kind, id, status, full.Succeeded, full.ResponseBody, leaks(body))
+			}
+		}
+		for _, p := range []string{"/api/admin/webhook-endpoints/" + epID, "/api/admin/webhook-endpoints?include=stats", "/api/admin/access-logs?limit=100"} {
+			if body, status := getRaw(t, base+p, key); status != 200 || leaks(body) {
+				t.Errorf("GET %s: %d, leaks the password: %v", p, status, leaks(body))
+			}
+		}
+	}
+
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if leaks(stdout.String()) || leaks(stderr.String()) {
+		t.Errorf("the service's output holds the password")
+	}
+	if len(spans.Ended()) == 0 {
+		t.Error("no spans recorded")
+	}
+	for _, s := range spans.Ended() {
+		for _, a := range s.Attributes() {
+			if leaks(s.Name()) || leaks(a.Value.String()) {
+				t.Errorf("span %q attribute %s holds the password", s.Name(), a.Key)
+			}
+		}
+	}
+	db := storetest.DB{Dialect: models.SQLite, DSN: filepath.Join(cfg.DataDir, "recordhub.db")}
+	var n int
+	if err := db.SQL(t).QueryRowContext(context.Background(), "SELECT COUNT(*) FROM webhook_endpoints WHERE url LIKE ? OR url_secret LIKE ?", "%"+natsPassword+"%", "%"+natsPassword+"%").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SQL(t).QueryRowContext(context.Background(), "SELECT COUNT(*) + ? FROM webhook_deliveries WHERE request_url LIKE ? OR request_headers LIKE ? OR response_body LIKE ?", n, "%"+natsPassword+"%", "%"+natsPassword+"%", "%"+natsPassword+"%").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d endpoint or delivery rows hold the password in clear", n)
+	}
+}
