@@ -123,6 +123,19 @@ type brokerError struct {
 func (e *brokerError) Error() string { return e.message }
 func (e *brokerError) Unwrap() error { return e.err }
 
+// notSentError is a publish that failed on a pooled connection found
+// dead: it died since the last attempt (a broker restarted, a proxy
+// dropped it), which showed as the channel was opened, the message
+// written or its confirmation awaited. The message did not reach a live
+// broker, or only just before the connection died; the attempt dials again
+// and publishes once more, so that a broker restart between two attempts
+// costs no retry. A repeat, were it one, carries the same message id,
+// on which JetStream and receivers dedupe.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
+
 // messageOf makes the message of req (see prepare): its headers with
 // lower-case names, the content type included.
 func messageOf(req *http.Request, eventID, eventType string, body []byte, at time.Time) *brokerMessage {
@@ -189,6 +202,18 @@ func (d *Deliverer) publish(ctx context.Context, snd *sender, req *http.Request,
 	}
 	sent := time.Now()
 	c, err := conn.publish(ctx, snd.broker, m)
+	var notSent *notSentError
+	if err != nil && !dialled && errors.As(err, &notSent) {
+		// The pooled connection died since the last attempt: once more on
+		// a new one.
+		d.brokers.discard(snd.broker, conn)
+		if conn, _, err = d.brokers.get(ctx, snd.broker, d.dialBroker); err != nil {
+			return d.fail(row, err, errors.Is(ctx.Err(), context.DeadlineExceeded), nil)
+		}
+		row.RemoteIP = conn.remoteAddr()
+		sent = time.Now()
+		c, err = conn.publish(ctx, snd.broker, m)
+	}
 	row.FirstByteMS = ptrTo(ms(time.Since(sent)))
 	if err != nil {
 		return d.fail(row, err, errors.Is(ctx.Err(), context.DeadlineExceeded), nil)
@@ -272,6 +297,23 @@ func (p *brokerPool) get(ctx context.Context, dest *brokerDest, dial func(contex
 	}
 	e.conn = c
 	return c, true, nil
+}
+
+// discard closes conn and forgets it, when it is still dest's.
+func (p *brokerPool) discard(dest *brokerDest, conn brokerConn) {
+	p.mu.Lock()
+	el, ok := p.items[dest.key]
+	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	e := el.Value.(*brokerEntry)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.conn == conn {
+		e.conn.close()
+		e.conn = nil
+	}
 }
 
 func (e *brokerEntry) close() {

@@ -145,7 +145,7 @@ func (c *amqpConn) release(ch *amqpChannel) {
 func (c *amqpConn) publish(ctx context.Context, dest *brokerDest, m *brokerMessage) (*brokerConfirm, error) {
 	ch, err := c.channel()
 	if err != nil {
-		return nil, amqpChannelError(err)
+		return nil, &notSentError{amqpChannelError(err)}
 	}
 	headers := amqp.Table{}
 	for k, v := range m.headers {
@@ -165,6 +165,9 @@ func (c *amqpConn) publish(ctx context.Context, dest *brokerDest, m *brokerMessa
 	})
 	if err != nil {
 		ch.ch.Close()
+		if errors.Is(err, amqp.ErrClosed) {
+			return nil, &notSentError{amqpChannelError(err)}
+		}
 		return nil, amqpChannelError(err)
 	}
 	select {
@@ -190,6 +193,9 @@ func (c *amqpConn) publish(ctx context.Context, dest *brokerDest, m *brokerMessa
 	if !dc.Acked() {
 		select {
 		case e := <-ch.closes:
+			if e != nil && !e.Server {
+				return nil, &notSentError{amqpChannelError(e)} // the connection died
+			}
 			if e != nil {
 				return nil, amqpChannelError(e)
 			}
@@ -211,6 +217,9 @@ func amqpChannelError(err error) error {
 			return &brokerError{code: models.DeliveryErrConnection, message: "the connection to the broker was closed", err: err}
 		}
 		return err
+	}
+	if !ae.Server {
+		return &brokerError{code: models.DeliveryErrConnection, message: "the connection to the broker was lost: " + ae.Reason, err: err}
 	}
 	switch ae.Code {
 	case amqp.NotFound:

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
@@ -153,5 +154,55 @@ func TestAttemptRabbitMQDown(t *testing.T) {
 	}
 	if row := g.onlyRow(t); row.Error != models.DeliveryErrBlockedDestination {
 		t.Errorf("row error %q %q, want blocked_destination", row.Error, row.ErrorMessage)
+	}
+}
+
+// TestAttemptRabbitMQGoneAndBack: the broker goes away (every connection
+// broken, new ones refused) and comes back: the attempt made meanwhile
+// fails at once as connection_refused, retryably, and the next one dials
+// again and is confirmed; a broker that went and came back between two
+// attempts costs none. The broker is reached through a proxy the test
+// stops and starts, so the shared RabbitMQ keeps running.
+func TestAttemptRabbitMQGoneAndBack(t *testing.T) {
+	r := newRabbit(t)
+	r.bind(t, "#")
+	u, err := url.Parse(storetest.RabbitMQURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := storetest.NewTCPProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	u.RawQuery = "exchange=" + r.exchange + "&routing_key={event_type}"
+	f := newFixture(t, storetest.Open(t, models.SQLite), u.String())
+	d := newDeliverer(t, f.store, Config{AllowCIDRs: loopback})
+	t.Cleanup(d.brokers.closeAll)
+
+	if _, err := d.Attempt(t.Context(), f.input()); err != nil {
+		t.Fatalf("first attempt: %v", err)
+	}
+	proxy.Stop()
+	if _, err := d.Attempt(t.Context(), f.input()); err == nil || !isRetryable(err) {
+		t.Fatalf("attempt while the broker is away: %v, want a retryable failure", err)
+	}
+	proxy.Start()
+	if _, err := d.Attempt(t.Context(), f.input()); err != nil {
+		t.Fatalf("attempt once the broker is back: %v", err)
+	}
+	// Gone and back between two attempts: the pooled connection is dead,
+	// and the attempt dials again rather than fail.
+	proxy.Stop()
+	proxy.Start()
+	if _, err := d.Attempt(t.Context(), f.input()); err != nil {
+		t.Fatalf("attempt after the broker bounced: %v", err)
+	}
+	var codes []string
+	for _, row := range f.rows(t) {
+		codes = append(codes, row.Error)
+	}
+	if diff := cmp.Diff(codes, []string{"", models.DeliveryErrConnectionRefused, "", ""}); diff != "" {
+		t.Errorf("rows' errors (-got +want):\n%s", diff)
+	}
+	if n := len(r.messages(t)); n != 3 {
+		t.Errorf("queue got %d messages, want 3", n)
 	}
 }

@@ -100,6 +100,9 @@ func (c *natsConn) publish(ctx context.Context, dest *brokerDest, m *brokerMessa
 	}
 	msg.Header[natsMsgIDHeader] = []string{m.id}
 	ack, err := c.js.PublishMsg(ctx, msg)
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		return nil, &notSentError{natsPublishError(err, dest.target)}
+	}
 	if err != nil {
 		return nil, natsPublishError(err, dest.target)
 	}
