@@ -376,7 +376,7 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 	}
 	var span trace.Span
 	if inFlight && d.tracing != nil {
-		req, span = d.tracing.start(req, in, info.attempt)
+		req, span = d.tracing.start(req, in, info.attempt, snd.broker)
 		row.RequestHeaders = snd.headersOf(req)
 	}
 	if inFlight {

@@ -204,12 +204,19 @@ func TestBrokerEndpointsEndToEnd(t *testing.T) {
 	if len(spans.Ended()) == 0 {
 		t.Error("no spans recorded")
 	}
+	systems := map[string]int{}
 	for _, s := range spans.Ended() {
 		for _, a := range s.Attributes() {
 			if leaks(s.Name()) || leaks(a.Value.String()) {
 				t.Errorf("span %q attribute %s holds the password", s.Name(), a.Key)
 			}
+			if s.Name() == "publish webhook" && a.Key == "messaging.system" {
+				systems[a.Value.AsString()]++
+			}
 		}
+	}
+	if systems["rabbitmq"] != want || systems["nats"] != want {
+		t.Errorf("publish spans by messaging.system %v, want %d of rabbitmq and of nats", systems, want)
 	}
 	db := storetest.DB{Dialect: models.SQLite, DSN: filepath.Join(cfg.DataDir, "recordhub.db")}
 	var n int
