@@ -29,7 +29,8 @@ import (
 )
 
 // TestBrokerEndpointsEndToEnd: through the whole service, record changes
-// reach a RabbitMQ queue and a JetStream stream, every event type once,
+// and a resync's snapshot reach a RabbitMQ queue and a JetStream stream,
+// every event type once,
 // each message verified by the Standard Webhooks library with the
 // endpoint's secret; and the broker login's password appears nowhere:
 // not in answers, rows, the service's log (at debug level), spans, nor
@@ -96,7 +97,7 @@ func TestBrokerEndpointsEndToEnd(t *testing.T) {
 		"amqp": au.String(),
 		"nats": "nats://app:" + natsPassword + "@" + nu.Host + "/" + subject + ".{module}.{event_type}",
 	} {
-		ep := jsonCall(t, "POST", base+"/api/admin/webhook-endpoints", key, map[string]any{"url": u, "events": events})
+		ep := jsonCall(t, "POST", base+"/api/admin/webhook-endpoints", key, map[string]any{"url": u, "events": append(events, "record_snapshot")})
 		if ep["kind"] != kind || leaks(ep["url"].(string)) || !strings.Contains(ep["url"].(string), ":****@") {
 			t.Errorf("%s endpoint answered kind %v, url %v: want %s and the password masked", kind, ep["kind"], ep["url"], kind)
 		}
@@ -170,10 +171,60 @@ func TestBrokerEndpointsEndToEnd(t *testing.T) {
 		}
 	}
 
+	// A resync of each endpoint: one more record, then its snapshot.
+	jsonCall(t, "POST", path, key, map[string]any{"fields": map[string]any{"title": "b"}})
+	for _, ep := range endpoints {
+		if st, m := call(t, "POST", base+"/api/admin/webhook-endpoints/"+ep["id"].(string)+"/resync", key, ""); st != 202 {
+			t.Fatalf("resync: %d %v", st, m)
+		}
+	}
+	const wantAll = want + 2 // record_created and record_snapshot of the second record
+	storetest.Eventually(t, 60*time.Second, "the resync's snapshot in the queue", func() bool {
+		for {
+			m, ok, err := ch.Get(queue, true)
+			if err != nil || !ok {
+				break
+			}
+			amqpMsgs = append(amqpMsgs, m)
+		}
+		return len(amqpMsgs) >= wantAll
+	})
+	storetest.Eventually(t, 60*time.Second, "the resync's snapshot in the stream", func() bool {
+		info, err := st.Info(context.Background())
+		return err == nil && info.State.Msgs >= wantAll
+	})
+	for _, m := range amqpMsgs[want:] {
+		h := http.Header{}
+		for k, v := range m.Headers {
+			if s, ok := v.(string); ok {
+				h.Set(k, s)
+			}
+		}
+		seen["amqp "+verify("amqp", h, m.Body)]++
+	}
+	for seq := uint64(want + 1); seq <= wantAll; seq++ {
+		m, err := st.GetMsg(context.Background(), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := http.Header{}
+		for k, vs := range m.Header {
+			for _, v := range vs {
+				h.Add(k, v)
+			}
+		}
+		seen["nats "+verify("nats", h, m.Data)]++
+	}
+	for _, kind := range []string{"amqp", "nats"} {
+		if seen[kind+" record_snapshot"] != 1 || seen[kind+" record_created"] != 2 {
+			t.Errorf("%s after the resync: %v, want one record_snapshot and two record_created", kind, seen)
+		}
+	}
+
 	for kind, ep := range endpoints {
 		epID := ep["id"].(string)
 		st, m := call(t, "GET", base+"/api/admin/webhook-deliveries?endpoint_id="+epID+"&limit=100", key, "")
-		if st != 200 || m["total"].(float64) != want {
+		if st != 200 || m["total"].(float64) != wantAll {
 			t.Fatalf("%s deliveries: %d %v", kind, st, m)
 		}
 		for _, row := range m["data"].([]any) {
@@ -215,8 +266,8 @@ func TestBrokerEndpointsEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	if systems["rabbitmq"] != want || systems["nats"] != want {
-		t.Errorf("publish spans by messaging.system %v, want %d of rabbitmq and of nats", systems, want)
+	if systems["rabbitmq"] != wantAll || systems["nats"] != wantAll {
+		t.Errorf("publish spans by messaging.system %v, want %d of rabbitmq and of nats", systems, wantAll)
 	}
 	db := storetest.DB{Dialect: models.SQLite, DSN: filepath.Join(cfg.DataDir, "recordhub.db")}
 	var n int
