@@ -171,6 +171,7 @@ func brokerHeaders(req *http.Request, dest *brokerDest, eventID string) models.H
 		one(":delivery_mode", "2")
 		one(":message_id", eventID)
 		one(":content_type", req.Header.Get("Content-Type"))
+		delete(h, "content-type") // a property in AMQP, not a header
 	case models.DestinationNATS:
 		one(":subject", dest.target)
 		one(natsMsgIDHeader, eventID)

@@ -81,7 +81,7 @@ func TestAttemptPublishesToRabbitMQ(t *testing.T) {
 	if row.RequestURL != f.endpoint.URL || strings.Contains(row.RequestURL, ":guest@") || !strings.Contains(row.RequestURL, ":"+models.URLSecretMask+"@") {
 		t.Errorf("row's URL %q: want the endpoint's, password masked", row.RequestURL)
 	}
-	for _, k := range []string{":exchange", ":routing_key", ":delivery_mode", ":message_id", ":mandatory", "webhook-id", "webhook-signature", "content-type"} {
+	for _, k := range []string{":exchange", ":routing_key", ":delivery_mode", ":message_id", ":mandatory", ":content_type", "webhook-id", "webhook-signature"} {
 		if len(row.RequestHeaders[k]) != 1 {
 			t.Errorf("row's request headers lack %s: %v", k, row.RequestHeaders)
 		}
