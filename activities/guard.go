@@ -39,9 +39,10 @@ type Guard struct {
 
 // CheckURL refuses, with a *models.Error of kind models.KindInvalidURL whose
 // message names the reason, a webhook URL that is not an absolute http or
-// https URL with a host and without user information, whose host is an IPv4
-// address in a non-standard spelling, or whose host literal or any of the
-// addresses its name resolves to is blocked. It resolves names with the
+// https URL with a host and without user information (nor a broker URL of
+// the form models.ParseBrokerURL reads, whose login is allowed), whose
+// host is an IPv4 address in a non-standard spelling, or whose host literal
+// or any of the addresses its name resolves to is blocked. It resolves names with the
 // default resolver; allow lists the exempted networks.
 func CheckURL(ctx context.Context, rawURL string, allow []netip.Prefix) error {
 	g := Guard{Allow: allow}
