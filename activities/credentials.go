@@ -33,6 +33,37 @@ type sender struct {
 	authKey    string
 	// token is the access token sent.
 	token string
+	// broker, for a broker endpoint, is where its message goes (see
+	// broker.go); nil for HTTP.
+	broker *brokerDest
+}
+
+// headersOf is what the attempt's row shows as the request's headers.
+func (s *sender) headersOf(req *http.Request) models.Headers {
+	if s.broker != nil {
+		return brokerHeaders(req, s.broker, req.Header.Get(HeaderStdID))
+	}
+	return sentHeaders(req)
+}
+
+// brokerFor reads a broker endpoint's destination for ev, its login in
+// clear, with its TLS material when it has some.
+func (d *Deliverer) brokerFor(ep *models.WebhookEndpoint, ev *models.Event, tlsm *models.EndpointTLS) (*brokerDest, error) {
+	clear, err := d.store.EndpointURL(ep)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		cfg *tls.Config
+		key string
+	)
+	if tlsm != nil {
+		if cfg, err = tlsConfigOf(tlsm); err != nil {
+			return nil, err
+		}
+		key = configKey(ep.TLS)
+	}
+	return brokerDestFor(clear, ev.Type, ev.Payload, cfg, key)
 }
 
 // configKey identifies a sealed configuration: a change re-seals it (with
@@ -48,7 +79,7 @@ func (d *Deliverer) senderFor(ep *models.WebhookEndpoint, auth *models.EndpointA
 	if auth != nil {
 		s.auth, s.authKey = auth, configKey(ep.Auth)
 	}
-	if tlsm != nil {
+	if tlsm != nil && !models.IsBrokerURL(ep.URL) {
 		c, err := d.tlsClients.get(ep.ID, configKey(ep.TLS), func() (*http.Client, error) { return d.newTLSClient(tlsm) })
 		if err != nil {
 			return s, err
@@ -64,7 +95,22 @@ func (d *Deliverer) senderFor(ep *models.WebhookEndpoint, auth *models.EndpointA
 // verified against the CA bundle when there is one, else the system's
 // roots. Verification is never skipped.
 func (d *Deliverer) newTLSClient(m *models.EndpointTLS) (*http.Client, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	cfg, err := tlsConfigOf(m)
+	if err != nil {
+		return nil, err
+	}
+	t := d.transport.Clone()
+	t.TLSClientConfig = cfg
+	return &http.Client{Transport: t, CheckRedirect: d.client.CheckRedirect}, nil
+}
+
+// defaultTLS is the TLS configuration of a destination without TLS
+// material of its own: the system's roots.
+func defaultTLS() *tls.Config { return &tls.Config{MinVersion: tls.VersionTLS12} }
+
+// tlsConfigOf makes an endpoint's TLS material a configuration.
+func tlsConfigOf(m *models.EndpointTLS) (*tls.Config, error) {
+	cfg := defaultTLS()
 	if m.ClientCertificate != "" {
 		cert, err := tls.X509KeyPair([]byte(m.ClientCertificate), []byte(m.ClientKey))
 		if err != nil {
@@ -79,9 +125,7 @@ func (d *Deliverer) newTLSClient(m *models.EndpointTLS) (*http.Client, error) {
 		}
 		cfg.RootCAs = pool
 	}
-	t := d.transport.Clone()
-	t.TLSClientConfig = cfg
-	return &http.Client{Transport: t, CheckRedirect: d.client.CheckRedirect}, nil
+	return cfg, nil
 }
 
 // lru is a bounded map of endpoint id to a value built for one

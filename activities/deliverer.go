@@ -37,6 +37,9 @@ type Store interface {
 	// EndpointCredentials returns the endpoint's auth and TLS material in
 	// clear, nil for what it has none of.
 	EndpointCredentials(e *models.WebhookEndpoint) (*models.EndpointAuth, *models.EndpointTLS, error)
+	// EndpointURL returns the endpoint's URL with its login in clear (a
+	// broker URL's; e.URL shows it masked).
+	EndpointURL(e *models.WebhookEndpoint) (string, error)
 	// InsertAttempt writes an attempt's row, in flight before its request
 	// is sent or finished when none is sent, and marks the same run's
 	// earlier attempts still in flight worker_lost.
@@ -145,6 +148,10 @@ type Deliverer struct {
 	tokenRequests atomic.Int64
 	// throttle holds endpoints' rate_limit and max_in_flight.
 	throttle Throttle
+	// dialer is the guarded dialer, which broker connections use too;
+	// brokers holds them (see broker.go).
+	dialer  *net.Dialer
+	brokers *brokerPool
 }
 
 // NewDeliverer returns a Deliverer that reads and writes through store.
@@ -221,6 +228,8 @@ func NewDeliverer(store Store, cfg Config) (*Deliverer, error) {
 		tokens:       newLRU[*cachedToken](maxCachedTokens, nil),
 		tlsClients:   newLRU(maxCachedTLSClients, closeIdle),
 		throttle:     cfg.Throttle,
+		dialer:       dialer,
+		brokers:      newBrokerPool(maxBrokerConns),
 	}, nil
 }
 
@@ -367,8 +376,8 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 	}
 	var span trace.Span
 	if inFlight && d.tracing != nil {
-		req, span = d.tracing.start(req, in, info.attempt)
-		row.RequestHeaders = sentHeaders(req)
+		req, span = d.tracing.start(req, in, info.attempt, snd.broker)
+		row.RequestHeaders = snd.headersOf(req)
 	}
 	if inFlight {
 		if err := d.insertInFlight(ctx, row); err != nil {
@@ -595,7 +604,12 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 		EventID: ev.ID, EventType: ev.Type, Attempt: attempt, Timestamp: d.now().Unix(),
 		Body: body, UserAgent: d.userAgent,
 	}, current, previous)
-	row.RequestHeaders = sentHeaders(req)
+	if models.IsBrokerURL(ep.URL) && blocked == nil {
+		if snd.broker, err = d.brokerFor(ep, ev, tlsm); err != nil {
+			return fail(&internalError{"open the endpoint's broker URL", err})
+		}
+	}
+	row.RequestHeaders = snd.headersOf(req)
 	row.RequestBody = ev.Payload
 	if blocked != nil {
 		return fail(asBlocked(blocked, nil))
@@ -615,6 +629,9 @@ func (d *Deliverer) prepare(ctx context.Context, in AttemptInput, attempt int, r
 // answers 401 to an access token gets one fresh token and the request once
 // more, within this attempt: the row shows the last request and its answer.
 func (d *Deliverer) send(ctx context.Context, snd *sender, req *http.Request, row *models.WebhookDelivery) *failure {
+	if snd.broker != nil {
+		return d.publish(ctx, snd, req, row)
+	}
 	f := d.sendOnce(ctx, snd.client, req, row)
 	if snd.auth == nil || row.ResponseStatus == nil || *row.ResponseStatus != http.StatusUnauthorized {
 		return f

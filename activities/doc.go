@@ -125,6 +125,40 @@
 // Temporal's history. Authorization is not one of recordhub's own headers,
 // so rows store it masked like a custom header.
 //
+// # Broker destinations
+//
+// An endpoint whose url is amqp://, amqps:// or nats:// (see
+// [models.BrokerURL]) is published to instead of POSTed to, by the same
+// attempt: prepare builds the same request (body, custom headers,
+// recordhub's headers and signatures) and picks a broker sender beside the
+// HTTP one, and send hands the request to publish (broker.go), which sends
+// it as one message: the body, the headers with lower-case names, the event
+// id as the message id (AMQP message_id; Nats-Msg-Id, on which JetStream
+// dedupes). Rows, throttle, schedule, health, ordering, replays,
+// recoveries and resyncs see an attempt like any other; only what success
+// means changes. AMQP (broker_amqp.go): a persistent message published
+// mandatory on a channel in confirm mode, one message per channel at a
+// time, so that the basic.return the broker sends before its ack is that
+// message's: an ack is a success, a return or a missing exchange is
+// unroutable, a nack broker_refused. JetStream (broker_nats.go): the
+// PubAck is the success (its stream and sequence kept as the row's
+// response body), no stream for the subject is unroutable.
+//
+// The URL's password is sealed in the store and the stored URL holds
+// [models.URLSecretMask] instead, so everything that shows the URL (rows,
+// answers, logs, spans, events) shows it masked; brokerFor opens it with
+// [models.Store.EndpointURL] when the attempt dials. The login goes to the
+// client libraries as options, never inside a URL that an error could
+// quote. Connections live in a per-Deliverer pool, one per broker, login
+// and TLS material (a hash of them is the key), at most maxBrokerConns,
+// least recently used closed first; a connection found closed is dialled
+// again by the next attempt, under a lock of its own so that one attempt
+// dials and the others to the same broker wait. Dialling uses the guarded
+// dialer (the egress checks of every address) with brokerDialTimeout, so a
+// broker that is down fails its attempts in seconds and the schedule takes
+// over. NATS connections do not reconnect by themselves: a message is
+// never buffered while its broker is away.
+//
 // # The local-attempt gate
 //
 // A local first attempt runs inside its workflow task and holds a worker's

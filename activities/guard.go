@@ -39,9 +39,10 @@ type Guard struct {
 
 // CheckURL refuses, with a *models.Error of kind models.KindInvalidURL whose
 // message names the reason, a webhook URL that is not an absolute http or
-// https URL with a host and without user information, whose host is an IPv4
-// address in a non-standard spelling, or whose host literal or any of the
-// addresses its name resolves to is blocked. It resolves names with the
+// https URL with a host and without user information (nor a broker URL of
+// the form models.ParseBrokerURL reads, whose login is allowed), whose
+// host is an IPv4 address in a non-standard spelling, or whose host literal
+// or any of the addresses its name resolves to is blocked. It resolves names with the
 // default resolver; allow lists the exempted networks.
 func CheckURL(ctx context.Context, rawURL string, allow []netip.Prefix) error {
 	g := Guard{Allow: allow}
@@ -141,7 +142,17 @@ type destination struct {
 // IP literals, odd IPv4 spellings and localhost names. The delivery attempt
 // runs it before dialling, so a URL stored before a rule existed is refused
 // too; names are then checked address by address by the dialer.
+//
+// A broker URL (amqp, amqps, nats) follows models.ParseBrokerURL's rules
+// instead of HTTP's, user information included; its host is judged alike.
 func (e *egress) checkStatic(rawURL string) (destination, error) {
+	if models.IsBrokerURL(rawURL) {
+		b, err := models.ParseBrokerURL(rawURL)
+		if err != nil {
+			return destination{}, err
+		}
+		return e.checkHost(nil, b.Host)
+	}
 	u, err := url.Parse(strings.TrimSpace(rawURL))
 	if err != nil {
 		return destination{}, errors.New("the URL cannot be parsed")
@@ -164,6 +175,12 @@ func (e *egress) checkStatic(rawURL string) (destination, error) {
 	if host == "" {
 		return destination{}, errors.New("the URL must be absolute, with a host")
 	}
+	return e.checkHost(u, host)
+}
+
+// checkHost applies checkStatic's rules of the host, lower case and
+// without brackets or port.
+func (e *egress) checkHost(u *url.URL, host string) (destination, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		if a.Zone() != "" {
 			return destination{}, errors.New("IPv6 zone identifiers are not accepted")

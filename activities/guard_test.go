@@ -278,3 +278,28 @@ func assertInvalidURL(t *testing.T, err error, why string) {
 		t.Errorf("message %q does not say %q", me.Message, why)
 	}
 }
+
+// TestCheckURLBrokers: broker URLs pass the same address rules as HTTP
+// ones, their login allowed, their form judged by models.ParseBrokerURL.
+func TestCheckURLBrokers(t *testing.T) {
+	for _, tc := range []struct {
+		url, says string
+	}{
+		{"amqp://app:pw@8.8.8.8/?exchange=records&routing_key={module}.{event_type}", ""},
+		{"nats://tok3n@[2606:4700:4700::1111]:4222/records.{event_type}", ""},
+		{"amqps://app:pw@127.0.0.1/?routing_key=x", "a loopback address"},
+		{"nats://10.0.0.7/records", "a private address"},
+		{"nats://169.254.169.254/records", "the cloud metadata address"},
+		{"amqp://localhost/?routing_key=x", "a loopback address"},
+		{"amqp://0x7f.1/?routing_key=x", "not a valid host name"},
+		{"amqp://8.8.8.8/?exchange=records", "needs routing_key"},
+	} {
+		err := CheckURL(t.Context(), tc.url, nil)
+		switch {
+		case tc.says == "" && err != nil:
+			t.Errorf("%s: %v, want it accepted", tc.url, err)
+		case tc.says != "" && (models.ErrorKind(err) != models.KindInvalidURL || !strings.Contains(err.Error(), tc.says)):
+			t.Errorf("%s: %v, want invalid_url saying %q", tc.url, err, tc.says)
+		}
+	}
+}

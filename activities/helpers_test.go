@@ -18,17 +18,22 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	amqp "github.com/rabbitmq/amqp091-go"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/recordhub/recordhub/models"
+	"github.com/recordhub/recordhub/models/storetest"
 )
 
 // fakeDNS is a DNS server on loopback that answers A and AAAA questions
@@ -418,6 +423,8 @@ func (nopStore) EndpointCredentials(*models.WebhookEndpoint) (*models.EndpointAu
 	return nil, nil, nil
 }
 
+func (nopStore) EndpointURL(e *models.WebhookEndpoint) (string, error) { return e.URL, nil }
+
 func (nopStore) InsertAttempt(context.Context, *models.WebhookDelivery) error { return nil }
 
 func (nopStore) FinishAttempt(context.Context, *models.WebhookDelivery) error { return nil }
@@ -480,4 +487,198 @@ func (f *fakeReplays) ReplayWorkflowID(eventID, endpointID string, n int) string
 func isRetryable(err error) bool {
 	var appErr *temporal.ApplicationError
 	return errors.As(err, &appErr) && !appErr.NonRetryable()
+}
+
+// eventsOfEveryType makes one event of each type but record_snapshot
+// (which a resync writes) on a module of f's tenant with a status field,
+// and returns the events pending, f's own first.
+func eventsOfEveryType(t *testing.T, f *fixture) []models.Event {
+	t.Helper()
+	ctx := t.Context()
+	s := f.store
+	m, err := s.CreateModule(ctx, f.tenantID, models.ModuleInput{
+		Slug: ptr("orders"), Name: ptr("Orders"),
+		Fields: &[]models.Field{
+			{Name: "title", Type: models.TypeString},
+			{Name: "state", Type: models.TypeStatus, States: []string{"open", "shipped"}, Initial: "open"},
+		},
+	})
+	if err != nil {
+		t.Fatalf("create module: %v", err)
+	}
+	r, err := s.CreateRecord(ctx, m, map[string]any{"title": "first"}, nil)
+	if err != nil {
+		t.Fatalf("create record: %v", err)
+	}
+	for _, p := range []models.RecordPatch{
+		{Fields: map[string]any{"state": "shipped"}},
+		{CustomData: map[string]any{"note": "gift"}},
+	} {
+		if _, _, err := s.UpdateRecord(ctx, m, r.ID, p, nil); err != nil {
+			t.Fatalf("update record: %v", err)
+		}
+	}
+	if _, err := s.DeleteRecord(ctx, m, r.ID); err != nil {
+		t.Fatalf("delete record: %v", err)
+	}
+	other, _, err := s.CreateEndpoint(ctx, f.tenantID, models.EndpointInput{URL: ptr("https://example.com/hook"), Events: &[]string{models.EventRecordCreated}},
+		func(context.Context, string) error { return nil })
+	if err != nil {
+		t.Fatalf("create endpoint: %v", err)
+	}
+	if _, err := s.UpdateEndpoint(ctx, f.tenantID, other.ID, models.EndpointInput{Enabled: ptr(false)}, nil); err != nil {
+		t.Fatalf("disable endpoint: %v", err)
+	}
+	events, err := s.PendingEvents(ctx, 100)
+	if err != nil {
+		t.Fatalf("pending events: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, ev := range events {
+		seen[ev.Type] = true
+	}
+	for _, typ := range models.EventTypes {
+		if !seen[typ] && typ != models.EventRecordSnapshot {
+			t.Fatalf("no %s event among %d pending", typ, len(events))
+		}
+	}
+	return events
+}
+
+// headerOf makes a message's headers an http.Header, as a consumer hands
+// them to a Standard Webhooks library.
+func headerOf[V any](h map[string]V) http.Header {
+	out := http.Header{}
+	for k, v := range h {
+		switch v := any(v).(type) {
+		case string:
+			out.Set(k, v)
+		case []string:
+			for _, s := range v {
+				out.Add(k, s)
+			}
+		}
+	}
+	return out
+}
+
+// rabbit is a topic exchange of its own on the test RabbitMQ and a queue
+// of its own, both gone when the test ends.
+type rabbit struct {
+	ch              *amqp.Channel
+	exchange, queue string
+}
+
+func newRabbit(t *testing.T) *rabbit {
+	t.Helper()
+	conn, err := amqp.Dial(storetest.RabbitMQ(t))
+	if err != nil {
+		t.Fatalf("dial RabbitMQ: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatalf("open channel: %v", err)
+	}
+	r := &rabbit{ch: ch, exchange: "recordhub-test-" + models.NewID(""), queue: "recordhub-test-" + models.NewID("")}
+	if err := ch.ExchangeDeclare(r.exchange, "topic", false, true, false, false, nil); err != nil {
+		t.Fatalf("declare exchange: %v", err)
+	}
+	if _, err := ch.QueueDeclare(r.queue, false, true, false, false, nil); err != nil {
+		t.Fatalf("declare queue: %v", err)
+	}
+	t.Cleanup(func() { ch.ExchangeDelete(r.exchange, false, false); ch.QueueDelete(r.queue, false, false, false) })
+	return r
+}
+
+// url is an endpoint URL publishing to the exchange with routing key.
+func (r *rabbit) url(t *testing.T, routingKey string) string {
+	t.Helper()
+	u, err := url.Parse(storetest.RabbitMQURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.RawQuery = "exchange=" + r.exchange + "&routing_key=" + routingKey
+	return u.String()
+}
+
+func (r *rabbit) bind(t *testing.T, pattern string) {
+	t.Helper()
+	if err := r.ch.QueueBind(r.queue, pattern, r.exchange, false, nil); err != nil {
+		t.Fatalf("bind queue: %v", err)
+	}
+}
+
+// messages takes every message in the queue.
+func (r *rabbit) messages(t *testing.T) []amqp.Delivery {
+	t.Helper()
+	var out []amqp.Delivery
+	for {
+		m, ok, err := r.ch.Get(r.queue, true)
+		if err != nil {
+			t.Fatalf("get: %v", err)
+		}
+		if !ok {
+			return out
+		}
+		out = append(out, m)
+	}
+}
+
+// natsStream is a JetStream stream of its own on the test NATS server,
+// capturing subject+".>", gone when the test ends.
+type natsStream struct {
+	js      jetstream.JetStream
+	name    string
+	subject string
+}
+
+func newNATSStream(t *testing.T) *natsStream {
+	t.Helper()
+	nc, err := nats.Connect(storetest.NATS(t))
+	if err != nil {
+		t.Fatalf("connect NATS: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimPrefix(models.NewID(""), "_")
+	return &natsStream{js: js, name: "RECORDHUB_TEST_" + id, subject: "recordhub-test-" + id}
+}
+
+// create makes the stream, with a dedupe window of a minute.
+func (s *natsStream) create(t *testing.T) jetstream.Stream {
+	t.Helper()
+	st, err := s.js.CreateStream(t.Context(), jetstream.StreamConfig{
+		Name: s.name, Subjects: []string{s.subject + ".>"}, Storage: jetstream.MemoryStorage, Duplicates: time.Minute,
+	})
+	if err != nil {
+		t.Fatalf("create stream: %v", err)
+	}
+	t.Cleanup(func() { s.js.DeleteStream(context.Background(), s.name) })
+	return st
+}
+
+// messages reads every message of the stream.
+func (s *natsStream) messages(t *testing.T) []*jetstream.RawStreamMsg {
+	t.Helper()
+	st, err := s.js.Stream(t.Context(), s.name)
+	if err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	info, err := st.Info(t.Context())
+	if err != nil {
+		t.Fatalf("stream info: %v", err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(t.Context(), seq)
+		if err != nil {
+			t.Fatalf("get message %d: %v", seq, err)
+		}
+		out = append(out, m)
+	}
+	return out
 }

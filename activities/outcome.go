@@ -181,12 +181,13 @@ func classify(err error, timeout time.Duration, timedOut bool, tlsErr error) fai
 
 func classifyCause(err error, timeout time.Duration, timedOut bool, tlsErr error) failure {
 	var (
-		auth     *authError
-		blocked  *blockedError
-		status   *statusError
-		internal *internalError
-		dnsErr   *net.DNSError
-		netErr   net.Error
+		auth      *authError
+		blocked   *blockedError
+		status    *statusError
+		internal  *internalError
+		brokerErr *brokerError
+		dnsErr    *net.DNSError
+		netErr    net.Error
 	)
 	switch {
 	case errors.As(err, &auth) && auth.blocked != nil:
@@ -205,6 +206,8 @@ func classifyCause(err error, timeout time.Duration, timedOut bool, tlsErr error
 		return failure{code: models.DeliveryErrEndpointDisabled, message: err.Error(), errType: ErrTypeEndpointDisabled}
 	case errors.Is(err, errEventGone):
 		return failure{code: DeliveryErrEventGone, message: err.Error(), errType: ErrTypeEventGone}
+	case errors.As(err, &brokerErr):
+		return failure{code: brokerErr.code, message: brokerErr.message, errType: ErrTypeDeliveryFailed, retry: true}
 	case errors.As(err, &internal):
 		return failure{code: DeliveryErrInternal, message: "recordhub could not " + internal.what + "; the attempt will be retried", errType: ErrTypeStore, retry: true}
 	case errors.As(err, &status) && status.code == http.StatusGone:

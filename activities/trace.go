@@ -31,17 +31,28 @@ func newTracing(tp trace.TracerProvider, p propagation.TextMapPropagator) *traci
 // start begins the client span of req, a child of the activity's span, and
 // puts its context into req's headers (traceparent), so that the receiver
 // may continue the trace. The span names no URL: endpoint URLs may carry
-// credentials in their path or query.
-func (t *tracing) start(req *http.Request, in AttemptInput, attempt int) (*http.Request, trace.Span) {
-	ctx, span := t.tracer.Start(req.Context(), "POST webhook",
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
-			attribute.String("http.request.method", http.MethodPost),
-			attribute.String("server.address", req.URL.Hostname()),
-			attribute.String("recordhub.event_id", in.EventID),
-			attribute.String("recordhub.endpoint_id", in.EndpointID),
-			attribute.Int("recordhub.attempt", attempt),
-		))
+// credentials in their path or query. A broker endpoint's span is a
+// producer's, "publish webhook", naming the broker's host and the routing
+// key or subject (the message carries traceparent as a header).
+func (t *tracing) start(req *http.Request, in AttemptInput, attempt int, broker *brokerDest) (*http.Request, trace.Span) {
+	name, kind := "POST webhook", trace.SpanKindClient
+	attrs := []attribute.KeyValue{
+		attribute.String("server.address", req.URL.Hostname()),
+		attribute.String("recordhub.event_id", in.EventID),
+		attribute.String("recordhub.endpoint_id", in.EndpointID),
+		attribute.Int("recordhub.attempt", attempt),
+	}
+	if broker == nil {
+		attrs = append(attrs, attribute.String("http.request.method", http.MethodPost))
+	} else {
+		system := "rabbitmq"
+		if broker.url.Kind == models.DestinationNATS {
+			system = "nats"
+		}
+		name, kind = "publish webhook", trace.SpanKindProducer
+		attrs = append(attrs, attribute.String("messaging.system", system), attribute.String("messaging.destination.name", broker.target))
+	}
+	ctx, span := t.tracer.Start(req.Context(), name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 	t.propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	return req.WithContext(ctx), span
 }

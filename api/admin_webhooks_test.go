@@ -44,7 +44,7 @@ func TestWebhookEndpointCreate(t *testing.T) {
 			t.Errorf("id %q, secret %q: want whe_… and whsec_ with the standard base64 of 32 bytes (%v)", id, secret, keyErr)
 		}
 		want := map[string]any{
-			"id": id, "url": "https://hooks.example.com/a", "description": "",
+			"id": id, "url": "https://hooks.example.com/a", "kind": "http", "description": "",
 			"events": []any{"record_created", "record_updated"}, "module_ids": []any{}, "modules": []any{}, "filter": map[string]any{}, "ordering": "none",
 			"retry_max": float64(5), "enabled": true, "previous_secret_expires_at": nil, "rate_limit": nil, "max_in_flight": nil,
 			"health": map[string]any{

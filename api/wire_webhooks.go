@@ -9,8 +9,10 @@ import (
 )
 
 type endpointJSON struct {
-	ID                      string     `json:"id"`
-	URL                     string     `json:"url"`
+	ID  string `json:"id"`
+	URL string `json:"url"`
+	// Kind is what URL names: an HTTP receiver or a broker.
+	Kind                    string     `json:"kind"`
 	Description             string     `json:"description"`
 	Events                  []string   `json:"events"`
 	ModuleIDs               []string   `json:"module_ids"`
@@ -92,7 +94,7 @@ func statsOut(st *models.EndpointStats) *statsJSON {
 
 func endpointOut(e *models.WebhookEndpoint, now time.Time) endpointJSON {
 	out := endpointJSON{
-		ID: e.ID, URL: e.URL, Description: e.Description, Events: e.Events, ModuleIDs: e.ModuleIDs,
+		ID: e.ID, URL: e.URL, Kind: models.DestinationKind(e.URL), Description: e.Description, Events: e.Events, ModuleIDs: e.ModuleIDs,
 		RetryMax: e.RetryMax, Enabled: e.Enabled, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 		Ordering: cmp.Or(e.Ordering, models.OrderingNone),
 		Health: healthJSON{

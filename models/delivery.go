@@ -76,6 +76,15 @@ const (
 	// The row's response is the token endpoint's; nothing was sent to the
 	// receiver.
 	DeliveryErrAuthFailed = "auth_failed"
+	// DeliveryErrUnroutable: a broker took the message but nothing would
+	// keep it: RabbitMQ returned it (no queue bound to the exchange with
+	// the routing key) or has no such exchange; no JetStream stream
+	// captures the subject.
+	DeliveryErrUnroutable = "unroutable"
+	// DeliveryErrBrokerRefused: the broker refused the message or the
+	// connection (a nack, a permission, a stream limit); the message
+	// says why.
+	DeliveryErrBrokerRefused = "broker_refused"
 )
 
 // DeliveryErrors lists every delivery error code, the values the
@@ -85,7 +94,7 @@ var DeliveryErrors = []string{
 	DeliveryErrBlockedDestination, DeliveryErrHTTPStatus, DeliveryErrEndpointGone,
 	DeliveryErrEndpointDisabled, DeliveryErrConnection, DeliveryErrInFlight, DeliveryErrWorkerLost,
 	DeliveryErrEventGone, DeliveryErrCanceled, DeliveryErrInternal, DeliveryErrSuperseded,
-	DeliveryErrAuthFailed,
+	DeliveryErrAuthFailed, DeliveryErrUnroutable, DeliveryErrBrokerRefused,
 }
 
 // workerLostMessage is the error message of a worker_lost row.

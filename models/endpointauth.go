@@ -329,6 +329,7 @@ func (s *Store) setEndpointCredentials(ctx context.Context, e *WebhookEndpoint, 
 		}
 		errs = append(errs, ferrs...)
 	}
+	errs = append(errs, brokerCredentialErrors(e)...)
 	return append(errs, checkCredentialHeaders(e)...), nil
 }
 

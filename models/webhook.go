@@ -86,6 +86,10 @@ type WebhookEndpoint struct {
 	AuthInfo EndpointAuthInfo `gorm:"type:text;column:auth_info"`
 	TLS      string           `gorm:"column:tls"`
 	TLSInfo  EndpointTLSInfo  `gorm:"type:text;column:tls_info"`
+	// URLSecret is the sealed password (or NATS token) of a broker URL,
+	// whose URL holds URLSecretMask in its place; "" when none (see
+	// Store.EndpointURL).
+	URLSecret string `gorm:"column:url_secret"`
 	// RateLimitPerSecond and MaxInFlight are the endpoint's throttle: at
 	// most this many requests in any second, and at once, across every
 	// worker; nil is no limit (see Throttle).
@@ -238,6 +242,11 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID string, in Endpoint
 	now := s.now()
 	e := &WebhookEndpoint{ID: NewID(PrefixEndpoint), TenantID: tenantID, RetryMax: DefaultRetryMax, Enabled: true, Events: StringList{}, ModuleIDs: StringList{}, HeaderNames: StringList{}, Ordering: OrderingNone, CreatedAt: now, UpdatedAt: now}
 	applyEndpointInput(e, in)
+	if in.URL != nil {
+		if err := s.setEndpointURL(e, *in.URL, nil); err != nil {
+			return nil, "", err
+		}
+	}
 	secret := NewWebhookSecret()
 	if in.Secret != nil {
 		secret = *in.Secret
@@ -377,7 +386,13 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 		return nil, ValidationError([]FieldError{{Field: "secret", Message: "use rotate-secret to change the secret"}})
 	}
 	wasEnabled := e.Enabled
+	stored := *e
 	applyEndpointInput(e, in)
+	if in.URL != nil {
+		if err := s.setEndpointURL(e, *in.URL, &stored); err != nil {
+			return nil, err
+		}
+	}
 	var headerErrs []FieldError
 	if in.Headers != nil {
 		headerErrs = s.setEndpointHeaders(e, *in.Headers)
@@ -425,6 +440,9 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id string, in Endp
 	}
 	if in.Filter != nil || in.ModuleIDs != nil {
 		u["event_filter"] = e.Filter
+	}
+	if in.URL != nil {
+		u["url_secret"] = e.URLSecret
 	}
 	// Only a change of enabled touches health: re-enabling starts afresh
 	// (a new failure window), disabling by hand is recorded as manual and

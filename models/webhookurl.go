@@ -17,8 +17,11 @@ import (
 // "<", ">", "\", "^", "`", "{", "|", "}") must be percent-encoded by the
 // sender: such a URL would otherwise go on the request line as it is, and
 // receivers answer it 400. What the URL means (scheme, host, the
-// addresses it reaches) is the egress guard's to judge.
+// addresses it reaches) is the egress guard's to judge. A broker URL
+// (amqp, amqps, nats) may also hold "{" and "}", around the placeholders
+// of its routing key or subject: it never goes on a request line.
 func CheckURLCharacters(rawURL string) error {
+	braces := IsBrokerURL(rawURL)
 	// The authority runs from "//" after the scheme to the next "/", "?"
 	// or "#"; only there may brackets enclose an IPv6 address.
 	authStart, authEnd := -1, -1
@@ -47,6 +50,8 @@ func CheckURLCharacters(rawURL string) error {
 			return Errorf(KindInvalidURL, `the URL's "%%" at character %d is not followed by two hexadecimal digits: write a literal "%%" as %%25`, pos)
 		case c == '[' || c == ']':
 			ok = i >= authStart && i < authEnd
+		case c == '{' || c == '}':
+			ok = braces
 		case c == '#':
 			ok = !inFragment
 			inFragment = true

@@ -120,8 +120,11 @@ func (n Nullable[T]) MarshalJSON() ([]byte, error) {
 // Endpoint is a webhook endpoint as the API shows it; Raw is the answer as
 // sent.
 type Endpoint struct {
-	ID          string   `json:"id"`
-	URL         string   `json:"url"`
+	ID  string `json:"id"`
+	URL string `json:"url"`
+	// Kind is what URL names: "http", "amqp" or "nats"; a broker URL's
+	// password shows as "****".
+	Kind        string   `json:"kind"`
 	Description string   `json:"description"`
 	Events      []string `json:"events"`
 	// ModuleIDs is empty for every module; Modules names those of them

@@ -38,6 +38,10 @@
 // With -throttle it runs only the throttle mode (throttle.go): the cost of
 // an endpoint throttle that never binds, and the drain rate of a backlog
 // against one that does.
+//
+// With -brokers it runs only the brokers mode (brokers.go): deliveries/s
+// and machine CPU per delivery to an HTTP receiver, to RabbitMQ and to
+// NATS JetStream from one embedded `serve`, in turns.
 package main
 
 import (
@@ -84,7 +88,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	if err != nil {
 		return 2, err
 	}
-	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 && !o.production && !o.noisy && !o.changes && !o.idempotency && !o.throttle {
+	if _, err := exec.LookPath("hey"); err != nil && len(o.databases) > 0 && !o.production && !o.noisy && !o.changes && !o.idempotency && !o.throttle && !o.brokers {
 		return 1, errors.New(heyInstallHint)
 	}
 	root, err := harness.ModuleRoot(ctx, "run the bench inside the recordhub module")
@@ -106,6 +110,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (_ int, err error
 	b := &bench{o: o, out: stdout, work: work}
 	var missed int
 	switch {
+	case o.brokers:
+		err = b.runBrokers(ctx, root)
 	case o.changes:
 		err = b.runChanges(ctx, root)
 	case o.throttle:

@@ -62,6 +62,9 @@ type options struct {
 	changesRate        int           // creates a second
 	changesFor         time.Duration // how long
 	changesIdle        int           // idle streams whose memory is measured
+	// The brokers mode's (-brokers).
+	brokers                  bool
+	brokersAMQP, brokersNATS string
 }
 
 // noisyScenarioNames are -noisy-scenarios' choices, in the order they run.
@@ -103,6 +106,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.idemRounds, "idempotency-rounds", 4, "with -idempotency: rounds of each kind")
 	fs.BoolVar(&o.throttle, "throttle", false, "run only the throttle mode: deliveries/s and CPU per delivery without a throttle and with one that never binds, then the drain rate of a 2,000-event backlog at rate_limit 20/s")
 	fs.StringVar(&o.throttleRedis, "throttle-redis", "redis://127.0.0.1:6379/0", "with -throttle: REDIS_URL of the service, which holds the throttle; empty holds it in the process")
+	fs.BoolVar(&o.brokers, "brokers", false, "run only the brokers mode: deliveries/s and machine CPU per delivery to an HTTP receiver, to RabbitMQ and to NATS JetStream, one endpoint at a time in turns, on serve with its embedded Temporal server")
+	fs.StringVar(&o.brokersAMQP, "brokers-amqp", "amqp://guest:guest@127.0.0.1:5672/", "with -brokers: the RabbitMQ to publish to")
+	fs.StringVar(&o.brokersNATS, "brokers-nats", "nats://127.0.0.1:4222", "with -brokers: the NATS server, with JetStream, to publish to")
 	fs.BoolVar(&o.changes, "changes", false, "run only the change feed mode: commit → SSE event latency with -changes-subscribers live readers of one module at -changes-rate creates a second, and the service's RSS per idle stream, on each database of -db")
 	fs.IntVar(&o.changesSubscribers, "changes-subscribers", 100, "with -changes: live readers of the module, one tenant, one key")
 	fs.IntVar(&o.changesRate, "changes-rate", 200, "with -changes: creates a second")

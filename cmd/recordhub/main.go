@@ -33,7 +33,9 @@ back in when a tenant's admin keys are lost)`},
 the API and show the progress (admin key in RECORDHUB_ADMIN_KEY)`},
 	{"webhooks", "recordhub webhooks resync ENDPOINT_ID [--wait] [--api URL] [--json]", `send every current record of the endpoint's modules as a
 record_snapshot event, then its live events carry on`},
-	{"webhooks", "recordhub webhooks update ENDPOINT_ID [--ordering …] [--rate-limit N|none] [--max-in-flight N|none] [--oauth2-… | --tls-…] [--api URL] [--json]", `change an endpoint's settings through the API (ordering:
+	{"webhooks", "recordhub webhooks create (--url URL | --url-file FILE) [--events T,…] [--modules ID,…] [--description D] [--api URL] [--json]", `create an endpoint through the API and print its secret once
+(an HTTP receiver, or amqp://, amqps://, nats:// for a broker)`},
+	{"webhooks", "recordhub webhooks update ENDPOINT_ID [--url URL | --url-file FILE] [--ordering …] [--rate-limit N|none] [--max-in-flight N|none] [--oauth2-… | --tls-…] [--api URL] [--json]", `change an endpoint's settings through the API (URL; ordering:
 each record's events in the order of its versions; throttle; OAuth2 client credentials; mutual TLS)`},
 	{"webhooks", "recordhub webhooks schema MODULE [--api URL]", `print the JSON Schema of the module's webhook bodies, typed
 from its fields (MODULE: its id or slug), for type generators`},

@@ -43,6 +43,8 @@ func webhooksCommand(ctx context.Context, args []string, lookupEnv func(string) 
 		return listenCommand(ctx, args[1:], lookupEnv, stdout, stderr)
 	case "resync":
 		return resyncCommand(ctx, args[1:], lookupEnv, stdout, stderr)
+	case "create":
+		return createCommand(ctx, args[1:], lookupEnv, stdout, stderr)
 	case "update":
 		return updateCommand(ctx, args[1:], lookupEnv, stdout, stderr)
 	case "schema":
@@ -54,7 +56,7 @@ func webhooksCommand(ctx context.Context, args []string, lookupEnv func(string) 
 
 // printWebhooksUsages writes the usage line of every webhooks command.
 func printWebhooksUsages(w io.Writer) {
-	for _, u := range []string{webhooksUsage, resyncUsage, updateUsage, schemaUsage, listenUsage} {
+	for _, u := range []string{webhooksUsage, resyncUsage, createUsage, updateUsage, schemaUsage, listenUsage} {
 		fmt.Fprintln(w, u)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // The update command is, like recover and resync, a client of the HTTP
 // API: a PATCH of the endpoint's settings that its flags name.
 
-const updateUsage = "usage: recordhub webhooks update ENDPOINT_ID [--ordering none|record] [--rate-limit N|none] [--max-in-flight N|none] [--oauth2-token-url URL --oauth2-client-id ID --oauth2-client-secret-file FILE [--oauth2-scopes S,…] [--oauth2-audience A] | --no-auth] [--tls-cert FILE --tls-key FILE] [--tls-ca FILE] [--no-tls] [--api URL] [--json]  (the admin key is read from RECORDHUB_ADMIN_KEY)"
+const updateUsage = "usage: recordhub webhooks update ENDPOINT_ID [--url URL | --url-file FILE] [--ordering none|record] [--rate-limit N|none] [--max-in-flight N|none] [--oauth2-token-url URL --oauth2-client-id ID --oauth2-client-secret-file FILE [--oauth2-scopes S,…] [--oauth2-audience A] | --no-auth] [--tls-cert FILE --tls-key FILE] [--tls-ca FILE] [--no-tls] [--api URL] [--json]  (the admin key is read from RECORDHUB_ADMIN_KEY)"
 
 // updateOptions is a parsed `webhooks update` command line.
 type updateOptions struct {
@@ -32,6 +32,8 @@ type updateOptions struct {
 	// flags' files; nil leaves them as they are.
 	auth *client.EndpointAuth
 	tls  *client.EndpointTLS
+	// url is the endpoint's new URL; "" leaves it.
+	url string
 }
 
 // credentialFlags are update's flags for the endpoint's credentials:
@@ -128,6 +130,9 @@ func (o updateOptions) update() (client.EndpointUpdate, error) {
 	if o.ordering != "" {
 		u.Ordering = &o.ordering
 	}
+	if o.url != "" {
+		u.URL = &o.url
+	}
 	u.Auth, u.TLS = o.auth, o.tls
 	if o.rateLimit != "" {
 		n, err := limitFlag("rate-limit", o.rateLimit)
@@ -156,6 +161,8 @@ func parseUpdateArgs(args []string, lookupEnv func(string) (string, bool), stdou
 	fs.BoolVar(&opts.asJSON, "json", false, "print the endpoint as the API answers it")
 	var creds credentialFlags
 	creds.register(fs)
+	var urls urlFlags
+	urls.register(fs)
 	positional, err := parseArgs(fs, updateUsage, args, stdout, stderr)
 	if err != nil {
 		return opts, err
@@ -166,8 +173,11 @@ func parseUpdateArgs(args []string, lookupEnv func(string) (string, bool), stdou
 	if err := creds.read(&opts); err != nil {
 		return opts, usageError(stderr, fs, updateUsage, err)
 	}
-	if opts.ordering == "" && opts.rateLimit == "" && opts.maxInFlight == "" && opts.auth == nil && opts.tls == nil {
-		return opts, usageError(stderr, fs, updateUsage, errors.New("nothing to change: give --ordering, --rate-limit, --max-in-flight, --oauth2-*, --no-auth, --tls-* or --no-tls"))
+	if opts.url, err = urls.read(); err != nil {
+		return opts, usageError(stderr, fs, updateUsage, err)
+	}
+	if opts.url == "" && opts.ordering == "" && opts.rateLimit == "" && opts.maxInFlight == "" && opts.auth == nil && opts.tls == nil {
+		return opts, usageError(stderr, fs, updateUsage, errors.New("nothing to change: give --url, --url-file, --ordering, --rate-limit, --max-in-flight, --oauth2-*, --no-auth, --tls-* or --no-tls"))
 	}
 	if _, err := opts.update(); err != nil {
 		return opts, usageError(stderr, fs, updateUsage, err)
@@ -213,6 +223,9 @@ func updateCommand(ctx context.Context, args []string, lookupEnv func(string) (s
 		inFlight = strconv.Itoa(*ep.MaxInFlight)
 	}
 	_, err = fmt.Fprintf(stdout, "endpoint %s: ordering %s, rate limit %s, max in flight %s\n", ep.ID, ep.Ordering, rate, inFlight)
+	if err == nil && ep.URL != "" {
+		_, err = fmt.Fprintf(stdout, "  url (%s): %s\n", ep.Kind, ep.URL)
+	}
 	if err == nil && ep.Auth != nil {
 		_, err = fmt.Fprintf(stdout, "  auth: %s, token URL %s, client %s, secret %s\n", ep.Auth.Type, ep.Auth.TokenURL, ep.Auth.ClientID, ep.Auth.ClientSecret)
 	}

@@ -72,7 +72,18 @@ func NewProxy(t testing.TB, db *DB) (*Proxy, *DB) {
 	if err != nil {
 		t.Fatalf("parse %s: %v", db.DSN, err)
 	}
-	p := &Proxy{t: t, target: u.Host, conns: map[net.Conn]struct{}{}}
+	p := NewTCPProxy(t, u.Host)
+	u.Host = p.addr
+	return p, &DB{Dialect: db.Dialect, DSN: u.String()}
+}
+
+// NewTCPProxy starts a proxy in front of any TCP server (a message broker,
+// say), on a loopback port of its own; Stop, Start and BlackHole work as
+// for PostgreSQL, the statement counts mean nothing. It is stopped when the
+// test ends.
+func NewTCPProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	p := &Proxy{t: t, target: target, conns: map[net.Conn]struct{}{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("proxy: %v", err)
@@ -83,8 +94,7 @@ func NewProxy(t testing.TB, db *DB) (*Proxy, *DB) {
 		p.Stop()
 		p.wg.Wait()
 	})
-	u.Host = p.addr
-	return p, &DB{Dialect: db.Dialect, DSN: u.String()}
+	return p
 }
 
 // Addr is the proxy's address; it keeps it across Stop and Start.

@@ -604,6 +604,26 @@ async function run(page) {
     check(await page.getByTestId('page-prev').getAttribute('aria-disabled') === 'true', 'the first page offers Previous');
   });
 
+  await step('a broker endpoint shows its kind and its URL with the password masked', async () => {
+    const password = 'console-nats-pw-5e1f';
+    const ep = await api('POST', '/api/admin/webhook-endpoints', {
+      url: `nats://app:${password}@127.0.0.1:4222/records.{module}.{event_type}`, description: 'broker',
+      events: ['record_deleted'], module_ids: [INBOUND_MODULE_ID],
+    });
+    await page.getByTestId('nav-endpoints').click();
+    const card = page.locator(`[data-testid="endpoint"][data-endpoint-id="${ep.id}"]`);
+    await card.waitFor();
+    const kind = card.getByTestId('endpoint-kind');
+    check(await kind.getAttribute('data-kind') === 'nats' && (await kind.innerText()).trim() === 'NATS', `the kind reads ${await kind.innerText()}`);
+    const shownURL = (await card.getByTestId('endpoint-url').innerText()).trim();
+    check(shownURL === 'nats://app:****@127.0.0.1:4222/records.{module}.{event_type}', `the URL reads ${shownURL}`);
+    check(!(await page.content()).includes(password), 'the page holds the broker password');
+    await api('DELETE', `/api/admin/webhook-endpoints/${ep.id}`);
+    // Leave the endpoints page, which the next step opens by its link.
+    await page.getByTestId('nav-deliveries').click();
+    await page.waitForURL((u) => u.hash.startsWith('#/deliveries'));
+  });
+
   await step('endpoints 20 to a page, the page in the hash', async () => {
     // 21 more endpoints make 22, listed newest first: the test's endpoint is
     // on page 2. They hear only deletions in the inbound module, which no

@@ -65,6 +65,15 @@ function pager(page, pages, total) {
 
 const HEALTH_KIND = { healthy: 'ok', failing: 'warn', disabled: 'fail' };
 
+// What an endpoint's URL names. A broker URL comes from the API with its
+// password already masked (****).
+const KIND_LABEL = { http: 'HTTP', amqp: 'AMQP', nats: 'NATS' };
+const KIND_TITLE = {
+  http: 'POSTed to an HTTP receiver',
+  amqp: 'published to a RabbitMQ (AMQP 0-9-1) exchange, confirmed by the broker',
+  nats: 'published to a NATS JetStream subject, acknowledged by its stream',
+};
+
 function card(ctx, e) {
   const health = e.health || {};
   const extra = h('div', { class: 'card-extra' });
@@ -158,6 +167,7 @@ function card(ctx, e) {
   return h('section', { class: 'card', 'data-testid': 'endpoint', 'data-endpoint-id': e.id },
     h('div', { class: 'card-head' },
       h('h2', { class: 'url', 'data-testid': 'endpoint-url' }, e.url),
+      badge(KIND_LABEL[e.kind] || e.kind || 'HTTP', 'muted', { 'data-testid': 'endpoint-kind', 'data-kind': e.kind || 'http', title: KIND_TITLE[e.kind] || '' }),
       badge(health.state || 'unknown', HEALTH_KIND[health.state] || 'muted', { 'data-testid': 'endpoint-health', 'data-state': health.state || '' })),
     e.description ? h('p', { class: 'desc', 'data-testid': 'endpoint-description' }, e.description) : null,
     h('p', { class: 'meta' },
