@@ -2,11 +2,21 @@ package activities
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
+	"net"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/recordhub/recordhub/activities/authtest"
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
 )
@@ -159,5 +169,90 @@ func TestAttemptNATSDown(t *testing.T) {
 	}
 	if row := f.onlyRow(t); row.Error != models.DeliveryErrConnectionRefused {
 		t.Errorf("row error %q %q, want connection_refused", row.Error, row.ErrorMessage)
+	}
+}
+
+// TestAttemptJetStreamMutualTLS: a NATS server of the test's own that
+// speaks only TLS, with a certificate from a private CA, and requires a
+// client certificate from another: the endpoint's tls material gets the
+// message through (the server's certificate checked against the endpoint's
+// CA bundle, the client's presented); without a client certificate, or
+// with another CA bundle, the attempt fails as tls and nothing is
+// published.
+func TestAttemptJetStreamMutualTLS(t *testing.T) {
+	const bin = "/usr/sbin/nats-server"
+	if _, err := exec.LookPath(bin); err != nil {
+		if storetest.Required() {
+			t.Fatalf("nats-server is required but not found: %v", err)
+		}
+		t.Skipf("%s not found (%v); install nats-server", bin, err)
+	}
+	serverCA, clientCA, otherCA := authtest.NewCA(t, "broker CA"), authtest.NewCA(t, "client CA"), authtest.NewCA(t, "other CA")
+	serverCert, serverKey, _ := serverCA.Issue(t, "127.0.0.1", true)
+	clientCert, clientKey, clientPair := clientCA.Issue(t, "recordhub acme", false)
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	srv := exec.Command(bin, "-a", "127.0.0.1", "-p", port, "-js", "-sd", filepath.Join(dir, "js"),
+		"--tls", "--tlscert", file("server.pem", serverCert), "--tlskey", file("server.key", serverKey),
+		"--tlsverify", "--tlscacert", file("clients.pem", clientCA.PEM))
+	if err := srv.Start(); err != nil {
+		t.Fatalf("start nats-server: %v", err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+
+	// The test's own client, with a certificate of the client CA, makes
+	// the stream and reads it.
+	nc, err := nats.Connect("tls://127.0.0.1:"+port, nats.Secure(&tls.Config{
+		RootCAs: serverCA.Pool(), Certificates: []tls.Certificate{clientPair}, MinVersion: tls.VersionTLS12,
+	}), nats.RetryOnFailedConnect(true), nats.MaxReconnects(100), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatalf("connect to the TLS server: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	storetest.Eventually(t, 30*time.Second, "the test's client connected", nc.IsConnected)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &natsStream{js: js, name: "RECORDHUB_TLS", subject: "recordhub-tls"}
+	s.create(t)
+
+	f := newFixture(t, storetest.Open(t, models.SQLite), "nats://127.0.0.1:"+port+"/"+s.subject+".{event_type}")
+	d := newDeliverer(t, f.store, Config{AllowCIDRs: loopback})
+	t.Cleanup(d.brokers.closeAll)
+	for _, c := range []struct {
+		name    string
+		tls     models.EndpointTLS
+		wantErr string
+	}{
+		{"no client certificate", models.EndpointTLS{CACertificates: serverCA.PEM}, models.DeliveryErrTLS},
+		{"another CA bundle", models.EndpointTLS{ClientCertificate: clientCert, ClientKey: clientKey, CACertificates: otherCA.PEM}, models.DeliveryErrTLS},
+		{"certificate and the broker's CA", models.EndpointTLS{ClientCertificate: clientCert, ClientKey: clientKey, CACertificates: serverCA.PEM}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := f.store.UpdateEndpoint(t.Context(), f.tenantID, f.endpoint.ID, models.EndpointInput{TLS: &c.tls}, nil); err != nil {
+				t.Fatal(err)
+			}
+			out, err := d.Attempt(t.Context(), f.input())
+			if out.Error != c.wantErr || (err == nil) != (c.wantErr == "") {
+				rows := f.rows(t)
+				t.Fatalf("attempt: error code %q (%v), want %q; row %+v", out.Error, err, c.wantErr, rows[len(rows)-1])
+			}
+		})
+	}
+	if n := len(s.messages(t)); n != 1 {
+		t.Errorf("stream holds %d messages, want the one sent with the endpoint's certificate", n)
 	}
 }
