@@ -126,18 +126,12 @@ func (b *bench) runBrokers(ctx context.Context, root string) error {
 	}
 	defer sub.Unsubscribe()
 
-	fmt.Fprintf(b.out, "building ./cmd/recordhub ...\n")
-	bin, err := buildService(ctx, root, b.work, "recordhub")
+	svc, adminKey, workers, stop, err := b.brokersService(ctx, root)
 	if err != nil {
 		return err
 	}
-	e, err := b.startEmbeddedWith(ctx, bin, "brokers", nil)
-	if err != nil {
-		return err
-	}
-	svc := e.service
-	defer stopService(b.out, "brokers: recordhub", svc)
-	f, err := setUp(ctx, svc, e.adminKey)
+	defer stop()
+	f, err := setUp(ctx, svc, adminKey)
 	if err != nil {
 		return err
 	}
@@ -162,7 +156,7 @@ func (b *bench) runBrokers(ctx context.Context, root string) error {
 		{"RabbitMQ", au.String(), rabbit.arrivals},
 		{"NATS JetStream", nu.String(), natsSink.arrivals},
 	}
-	admin := svc.as(e.adminKey)
+	admin := svc.as(adminKey)
 	results := map[string][]throughput{}
 	for round := range brokerRounds + 1 {
 		for _, d := range dests {
@@ -178,7 +172,7 @@ func (b *bench) runBrokers(ctx context.Context, root string) error {
 				}
 				waitFor(ctx, len(ids), 30*time.Second, func() int { return len(d.arrivals(ids)) })
 			} else {
-				tp, err := b.destinationThroughput(ctx, svc, f, d)
+				tp, err := b.destinationThroughput(ctx, svc, workers, f, d)
 				if err != nil {
 					return err
 				}
@@ -190,7 +184,11 @@ func (b *bench) runBrokers(ctx context.Context, root string) error {
 		}
 	}
 
-	fmt.Fprintf(b.out, "\nbrokers, one endpoint at a time, %d deliveries a run, %d runs each in turns:\n", b.o.webhookN, brokerRounds)
+	shape := "embedded: serve with its embedded Temporal server, SQLite"
+	if b.o.brokersProduction {
+		shape = "production: serve --role api and one --role worker, PostgreSQL and Redis, a separate Temporal server on PostgreSQL"
+	}
+	fmt.Fprintf(b.out, "\nbrokers (%s), one endpoint at a time, %d deliveries a run, %d runs each in turns:\n", shape, b.o.webhookN, brokerRounds)
 	for _, d := range dests {
 		for _, r := range results[d.label] {
 			fmt.Fprintf(b.out, "  %-16s %7.1f/s  %s CPU per delivery  (%d of %d delivered)\n", d.label, r.rate(), ms(r.cpuPer()), r.delivered, r.sent)
@@ -199,14 +197,64 @@ func (b *bench) runBrokers(ctx context.Context, root string) error {
 	return nil
 }
 
-// destinationThroughput creates -webhook-n records and waits for their
-// deliveries at d and for their attempts to end, reading the machine's CPU
-// around the run.
-func (b *bench) destinationThroughput(ctx context.Context, svc *service, f fixture, d destination) (throughput, error) {
+// brokersService starts what the brokers mode measures: `serve` with its
+// embedded Temporal server, or with -brokers-production the production
+// shape. It returns the API's process, the bootstrap admin key, the
+// processes whose workers send the attempts, and what stops them all.
+func (b *bench) brokersService(ctx context.Context, root string) (api *service, adminKey string, workers []*service, stop func(), err error) {
+	if !b.o.brokersProduction {
+		fmt.Fprintf(b.out, "building ./cmd/recordhub ...\n")
+		bin, err := buildService(ctx, root, b.work, "recordhub")
+		if err != nil {
+			return nil, "", nil, nil, err
+		}
+		e, err := b.startEmbeddedWith(ctx, bin, "brokers", nil)
+		if err != nil {
+			return nil, "", nil, nil, err
+		}
+		return e.service, e.adminKey, []*service{e.service}, func() { stopService(b.out, "brokers: recordhub", e.service) }, nil
+	}
+	if err := pingRedis(ctx, b.o.redisURL); err != nil {
+		return nil, "", nil, nil, err
+	}
+	fmt.Fprintf(b.out, "building ./cmd/recordhub -tags noembedtemporal ...\n")
+	bin, err := buildService(ctx, root, b.work, "recordhub", "noembedtemporal")
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
+	ts, stopTemporal, err := b.startTemporal(ctx, "brokers", "temporal.log")
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
+	st, err := b.startProdServices(ctx, bin, ts, "brokers-prod", 1)
+	if err != nil {
+		stopTemporal()
+		return nil, "", nil, nil, err
+	}
+	return st.api, st.adminKey, st.ws, func() { st.close(); stopTemporal() }, nil
+}
+
+// attempts sums the attempts the processes ws have recorded.
+func attempts(ctx context.Context, ws []*service) (float64, error) {
+	var n float64
+	for _, w := range ws {
+		a, err := w.metric(ctx, metricAttempts)
+		if err != nil {
+			return 0, err
+		}
+		n += a
+	}
+	return n, nil
+}
+
+// destinationThroughput creates -webhook-n records through svc and waits
+// for their deliveries at d and for their attempts to end on workers,
+// reading the machine's CPU around the run.
+func (b *bench) destinationThroughput(ctx context.Context, svc *service, workers []*service, f fixture, d destination) (throughput, error) {
 	n := b.o.webhookN
 	tp := throughput{label: d.label, sent: n}
 	fmt.Fprintf(b.out, "brokers: %s: %d records, %d at a time ...\n", d.label, n, webhookCreators)
-	attempts0, err := svc.metric(ctx, metricAttempts)
+	attempts0, err := attempts(ctx, workers)
 	if err != nil {
 		return tp, err
 	}
@@ -217,7 +265,7 @@ func (b *bench) destinationThroughput(ctx context.Context, svc *service, f fixtu
 	}
 	waitFor(ctx, len(ids), 60*time.Second, func() int { return len(d.arrivals(ids)) })
 	waitFor(ctx, n, 10*time.Second, func() int {
-		a, _ := svc.metric(ctx, metricAttempts)
+		a, _ := attempts(ctx, workers)
 		return int(a - attempts0)
 	})
 	cpu1, _ := machineCPU()

@@ -65,6 +65,7 @@ type options struct {
 	// The brokers mode's (-brokers).
 	brokers                  bool
 	brokersAMQP, brokersNATS string
+	brokersProduction        bool
 }
 
 // noisyScenarioNames are -noisy-scenarios' choices, in the order they run.
@@ -109,6 +110,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.brokers, "brokers", false, "run only the brokers mode: deliveries/s and machine CPU per delivery to an HTTP receiver, to RabbitMQ and to NATS JetStream, one endpoint at a time in turns, on serve with its embedded Temporal server")
 	fs.StringVar(&o.brokersAMQP, "brokers-amqp", "amqp://guest:guest@127.0.0.1:5672/", "with -brokers: the RabbitMQ to publish to")
 	fs.StringVar(&o.brokersNATS, "brokers-nats", "nats://127.0.0.1:4222", "with -brokers: the NATS server, with JetStream, to publish to")
+	fs.BoolVar(&o.brokersProduction, "brokers-production", false, "with -brokers: measure the production shape instead (serve --role api and one --role worker built -tags noembedtemporal, on PostgreSQL (-pg) and Redis (-redis), against a separate Temporal server on PostgreSQL)")
 	fs.BoolVar(&o.changes, "changes", false, "run only the change feed mode: commit → SSE event latency with -changes-subscribers live readers of one module at -changes-rate creates a second, and the service's RSS per idle stream, on each database of -db")
 	fs.IntVar(&o.changesSubscribers, "changes-subscribers", 100, "with -changes: live readers of the module, one tenant, one key")
 	fs.IntVar(&o.changesRate, "changes-rate", 200, "with -changes: creates a second")
