@@ -83,6 +83,13 @@ func natsDialError(err error) error {
 		strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
 		return &brokerError{code: models.DeliveryErrAuthFailed, message: "the broker refused the login (user and password, or token)", err: err}
 	}
+	if errors.Is(err, nats.ErrTLS) && !isTLSError(err) {
+		// A server that wants a client certificate it did not get may
+		// close the connection right after the handshake (TLS 1.3 sends
+		// its refusal then), so that the client sees its first write
+		// fail: still the TLS material's fault.
+		return &brokerError{code: models.DeliveryErrTLS, message: "TLS handshake failed: " + innermost(err), err: err}
+	}
 	return err
 }
 
