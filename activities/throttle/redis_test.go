@@ -38,6 +38,9 @@ func TestRedisInFlight(t *testing.T) {
 }
 func TestRedisWaitsSpread(t *testing.T) { checkWaitsSpread(t, redisThrottle(t)) }
 func TestRedisLease(t *testing.T)       { checkLease(t, redisThrottle(t)) }
+func TestRedisLate(t *testing.T) {
+	checkLate(t, &twoProcesses{a: redisThrottle(t), b: redisThrottle(t)})
+}
 
 // TestRedisDown: with Redis unreachable, Acquire fails: the attempt is
 // retried later and never sent unthrottled.
