@@ -61,16 +61,17 @@ func (r *throttleReceiver) events() int {
 }
 
 // TestThrottleTwoWorkers: two workers on PostgreSQL and Redis share one
-// Temporal server (the first's embedded one). While a backlog drains
-// through an endpoint throttled at rate_limit 10/s, its receiver counts
-// no one-second window over 10, and the drain runs near the limit (logged);
-// another endpoint of the same tenant receives every event before the
-// throttled one does; an endpoint with max_in_flight 1 never holds two
-// requests at once; and each throttled delivery left exactly one row, its
-// attempt 1 (waiting made none).
+// Temporal server (the first's embedded one). A backlog of 2,000 events
+// drains through an endpoint throttled at rate_limit 50/s: its receiver
+// gets every event exactly once and counts no one-second window over 50
+// (the drain rate is logged: it is a benchmark's figure, not asserted
+// here). Meanwhile another endpoint of the same tenant, unthrottled,
+// receives all its events before the backlog is through; an endpoint with
+// max_in_flight 1 never holds two requests at once; and each throttled
+// delivery left exactly one row, its attempt 1 (waiting made none).
 func TestThrottleTwoWorkers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a 300-event backlog at 10/s: not in -short")
+		t.Skip("a 2,000-event backlog at 50/s: not in -short")
 	}
 	cfg := webhookConfig(t, models.Postgres)
 	cfg.RedisURL = storetest.RedisURL()
@@ -90,12 +91,12 @@ func TestThrottleTwoWorkers(t *testing.T) {
 	}
 	orders, notes := module("orders"), module("notes")
 	const (
-		n     = 300
-		limit = 10
-		few   = 30
+		n     = 2000
+		limit = 25
+		few   = 60
 	)
 	throttled := newThrottleReceiver(t, n, 0)
-	free := newThrottleReceiver(t, n, 0)
+	free := newThrottleReceiver(t, few, 0)
 	single := newThrottleReceiver(t, few, 20*time.Millisecond)
 	endpoint := func(url, module string, extra map[string]any) string {
 		body := map[string]any{"url": url, "events": []string{"record_created"}, "module_ids": []string{module}}
@@ -106,7 +107,7 @@ func TestThrottleTwoWorkers(t *testing.T) {
 		return ep["id"].(string)
 	}
 	throttledID := endpoint(throttled.srv.URL, orders, map[string]any{"rate_limit": map[string]any{"per_second": limit}})
-	endpoint(free.srv.URL, orders, nil)
+	endpoint(free.srv.URL, notes, nil)
 	endpoint(single.srv.URL, notes, map[string]any{"max_in_flight": 1})
 
 	burstKey := jsonCall(t, "POST", base+"/api/admin/keys", key, map[string]any{"name": "burst", "permissions": map[string]any{"*": []string{"write"}}, "rate_limit_per_minute": 1_000_000})["key"].(string)
@@ -116,9 +117,17 @@ func TestThrottleTwoWorkers(t *testing.T) {
 			t.Errorf("create: %d %v", st, m)
 		}
 	}
-	concurrently(few, 8, func() { create(notes) })
-	concurrently(n, 16, func() { create(orders) })
+	// The other endpoints' events come among the backlog's, not behind it
+	// in the outbox.
+	var wg sync.WaitGroup
+	wg.Go(func() { concurrently(n, 16, func() { create(orders) }) })
+	wg.Go(func() { concurrently(few, 1, func() { create(notes) }) })
+	wg.Wait()
 
+	storetest.WhileProgressing(t, time.Minute, "every unthrottled delivery", func() (int, bool) {
+		got := free.events()
+		return got, got == few
+	})
 	storetest.WhileProgressing(t, time.Minute, "every throttled delivery", func() (int, bool) {
 		got := throttled.events()
 		return got, got == n
@@ -153,7 +162,7 @@ func TestThrottleTwoWorkers(t *testing.T) {
 	if freeDone.IsZero() || !freeDone.Before(throttledDone) {
 		t.Errorf("the unthrottled endpoint of the same tenant finished at %v, not before the throttled one (%v)", freeDone, throttledDone)
 	} else {
-		t.Logf("unthrottled endpoint: all %d events %s before the throttled one's last", n, throttledDone.Sub(freeDone).Round(time.Millisecond))
+		t.Logf("unthrottled endpoint: all %d events %s before the throttled one's last", few, throttledDone.Sub(freeDone).Round(time.Millisecond))
 	}
 	single.mu.Lock()
 	top := single.top
@@ -161,10 +170,14 @@ func TestThrottleTwoWorkers(t *testing.T) {
 	if top != 1 {
 		t.Errorf("max_in_flight 1: the receiver held %d requests at once", top)
 	}
-	for id, c := range throttled.by {
-		if c != 1 {
-			t.Errorf("event %s reached the throttled receiver %d times", id, c)
+	for _, r := range []*throttleReceiver{throttled, free, single} {
+		r.mu.Lock()
+		for id, c := range r.by {
+			if c != 1 {
+				t.Errorf("event %s reached %s %d times", id, r.srv.URL, c)
+			}
 		}
+		r.mu.Unlock()
 	}
 
 	// Rows: one per event, attempt 1, all succeeded: a wait is no attempt.
