@@ -382,12 +382,12 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 		}
 		// The row's write is done before the slot's instant, not after
 		// it. When the slot cannot be waited for (ctx ended, or the
-		// throttle's store failed taking a later one), nothing is sent:
-		// the attempt fails as recordhub's own error, and is retried.
+		// throttle's store failed counting the send), nothing is sent: the
+		// attempt fails as recordhub's own error, and is retried.
 		if err := permit.Wait(ctx); err != nil {
 			f = d.fail(row, &internalError{"wait for the endpoint's throttle slot", err}, false, nil)
 		} else {
-			f = d.send(req.Context(), &snd, req, row)
+			f = d.send(d.countOnWrite(req.Context(), permit), &snd, req, row)
 		}
 		permit.Release()
 	}

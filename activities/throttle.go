@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"net/http/httptrace"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -101,4 +102,13 @@ func (d *Deliverer) acquire(ctx context.Context, in AttemptInput, info activityI
 			return nil, err
 		}
 	}
+}
+
+// countOnWrite moves the permit's count in the endpoint's log of sends to
+// the time the request was written (see throttle.Permit.Wrote).
+func (d *Deliverer) countOnWrite(ctx context.Context, permit *throttle.Permit) context.Context {
+	if permit == nil {
+		return ctx
+	}
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { permit.Wrote() }})
 }

@@ -252,11 +252,38 @@ func checkLate(t *testing.T, th acquirer) {
 		places = append(places, place{asked.Add(g.Wait), time.Now().Add(g.Wait)})
 	}
 	checkSpaced(t, places, interval)
-	if err := first.Permit.Wait(t.Context()); err != nil {
+}
+
+// checkSendLog: a request sent late (its caller woke late) holds back the
+// request the limit after it, by as long as it was late: the log of sends
+// keeps the second's count where the late send would have broken it.
+func checkSendLog(t *testing.T, th acquirer) {
+	key := newKey()
+	limits := throttle.Limits{PerSecond: 10}
+	var permits []*throttle.Permit
+	for i := range 11 {
+		g, err := th.Acquire(t.Context(), throttle.Request{Key: key, Waiter: fmt.Sprint(i), Limits: limits, Within: 2 * time.Second, Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Permit == nil {
+			t.Fatalf("caller %d: %+v, want a permit within 2 s", i, g)
+		}
+		permits = append(permits, g.Permit)
+	}
+	// Callers 1 to 9 send at their instants; caller 0 only after them.
+	for _, p := range append(permits[1:10], permits[0]) {
+		if err := p.Wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Ten sends in the log since caller 1's: caller 10 waits until that one
+	// is a log window old (a second and 20 ms), past its own instant.
+	if err := permits[10].Wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if d := first.Permit.At.Sub(g.Permit.At); d < interval-time.Millisecond {
-		t.Errorf("a permit used late kept an instant %v after w5's, want the next slot (%v after)", d, interval)
+	if early := permits[1].At.Add(time.Second + 20*time.Millisecond).Sub(time.Now()); early > time.Millisecond {
+		t.Errorf("caller 10 sent %v before the tenth send before it was a second old", early)
 	}
 }
 

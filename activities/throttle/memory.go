@@ -27,6 +27,8 @@ type memState struct {
 	// places are the refused waiters' places in the queue: when each is
 	// to ask again.
 	places map[string]time.Time
+	// log holds the sends made in the last logWindow, oldest first.
+	log []time.Time
 	// tail is the place after the last waiter placed again.
 	tail     time.Time
 	inFlight map[uint64]time.Time // id → lease's end
@@ -84,7 +86,13 @@ func (m *Memory) Acquire(_ context.Context, r Request) (Grant, error) {
 	}
 	p := &Permit{At: at}
 	if l := r.Limits; l.PerSecond > 0 {
-		p.again = func(context.Context) (time.Time, error) { return m.again(r.Key, l), nil }
+		var at time.Time
+		p.sending = func(context.Context) (time.Duration, error) {
+			var wait time.Duration
+			at, wait = m.sending(r.Key, l)
+			return wait, nil
+		}
+		p.wrote = func() { m.wrote(r.Key, at) }
 		p.wakeups = &m.wakeups
 	}
 	if r.Limits.MaxInFlight > 0 {
@@ -137,23 +145,52 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// again grants the next slot at once, however far: see Permit.Wait.
-func (m *Memory) again(key string, l Limits) time.Time {
+// sending counts a send in the endpoint's log, or answers how long to wait
+// first: see Permit.Wait. Its count's time is at.
+func (m *Memory) sending(key string, l Limits) (at time.Time, wait time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
 	st := m.eps[key]
 	if st == nil {
-		return now
+		return now, 0
 	}
-	at := later(st.next, now)
-	st.next = at.Add(l.interval(m.wakeups.guard(now)))
-	return at
+	st.expire(now)
+	if n := len(st.log); n >= l.PerSecond {
+		if wait := st.log[n-l.PerSecond].Add(logWindow).Sub(now); wait > 0 {
+			return time.Time{}, wait
+		}
+	}
+	st.log = append(st.log, now)
+	return now, 0
+}
+
+// wrote moves the count made at at to now: see Permit.Wrote.
+func (m *Memory) wrote(key string, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.eps[key]
+	if st == nil {
+		return
+	}
+	i := slices.IndexFunc(st.log, func(t time.Time) bool { return t.Equal(at) })
+	if i < 0 {
+		return
+	}
+	st.log = slices.Delete(st.log, i, i+1)
+	now := m.now()
+	j, _ := slices.BinarySearchFunc(st.log, now, time.Time.Compare)
+	st.log = slices.Insert(st.log, j, now)
 }
 
 // expire forgets what time has passed by: places of waiters that did not
 // come back, leases ended, in-flight waiters gone.
 func (st *memState) expire(now time.Time) {
+	i := 0
+	for i < len(st.log) && now.Sub(st.log[i]) >= logWindow {
+		i++
+	}
+	st.log = st.log[i:]
 	for w, at := range st.places {
 		if now.Sub(at) > placeGrace {
 			delete(st.places, w)

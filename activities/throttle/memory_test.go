@@ -41,3 +41,5 @@ func TestMemoryPlacesForgotten(t *testing.T) {
 		t.Errorf("a caller once the places' grace has passed: %+v, want a slot at once", g)
 	}
 }
+
+func TestMemorySendLog(t *testing.T) { checkSendLog(t, throttle.NewMemory(nil)) }

@@ -37,11 +37,11 @@ func NewRedis(client *redis.Client, prefix string) *Redis {
 // The keys of an endpoint: the rate's next free slot (µs), the refused
 // waiters' places (waiter → place, µs), the slots in flight (permit id →
 // lease's end), the in-flight queue (waiter → first ask) with its waiters'
-// ends, the mean hold, and the place after the last waiter placed again.
-// See Memory.Acquire.
+// ends, the mean hold, the place after the last waiter placed again, and
+// the log of sends. See Memory.Acquire.
 func (r *Redis) keys(key string) []string {
 	p := r.prefix + "{" + key + "}:"
-	return []string{p + "next", p + "places", p + "inflight", p + "waiters", p + "waiters_end", p + "hold", p + "tail"}
+	return []string{p + "next", p + "places", p + "inflight", p + "waiters", p + "waiters_end", p + "hold", p + "tail", p + "log"}
 }
 
 // acquireScript: ARGV per second, slot interval µs, max in flight, lease
@@ -107,14 +107,33 @@ end
 return {1, delay, now}
 `)
 
-// againScript grants the rate's next slot at once, however far (see
-// Permit.Wait): ARGV slot interval µs. Answers µs until the slot.
-var againScript = redis.NewScript(`
+// sendingScript counts a send in the endpoint's log (permit id → time,
+// µs), or answers how long to wait first (see Permit.Wait): ARGV per
+// second, log window µs, permit id. Answers µs to wait, 0 when counted.
+var sendingScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local at = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'), now)
-redis.call('SET', KEYS[1], at + tonumber(ARGV[1]), 'PX', math.floor((at - now) / 1000) + 60000)
-return at - now
+local L, W = tonumber(ARGV[1]), tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - W)
+local n = redis.call('ZCARD', KEYS[1])
+if n >= L then
+  local o = redis.call('ZRANGE', KEYS[1], n - L, n - L, 'WITHSCORES')
+  local wait = tonumber(o[2]) + W - now
+  if wait > 0 then
+    return wait
+  end
+end
+redis.call('ZADD', KEYS[1], now, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], math.floor(W / 1000) + 60000)
+return 0
+`)
+
+// wroteScript moves a send's count in the log to now, if it is still
+// there: ARGV permit id.
+var wroteScript = redis.NewScript(`
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[1], 'XX', tonumber(t[1]) * 1000000 + tonumber(t[2]), ARGV[1])
+return 0
 `)
 
 // releaseScript gives a slot in flight back and folds its hold into the
@@ -153,13 +172,15 @@ func (r *Redis) Acquire(ctx context.Context, q Request) (Grant, error) {
 	if q.Limits.PerSecond > 0 {
 		interval = q.Limits.interval(r.wakeups.guard(time.Now()))
 	}
+	// The instant on this clock is taken from the time of the ask: a
+	// little early, never late by the time this process takes to read the
+	// answer (on a busy machine, tens of milliseconds); the log of sends
+	// holds back a send that early would break the count.
+	asked := time.Now()
 	res, err := acquireScript.Run(ctx, r.client, keys,
 		q.Limits.PerSecond, interval.Microseconds(), q.Limits.MaxInFlight, q.Lease.Microseconds(),
 		id, q.Waiter, waiterTTL.Microseconds(), defaultHold.Microseconds(),
 		q.Within.Microseconds(), placeGrace.Microseconds()).Int64Slice()
-	// Redis's answer is taken to be as old as the call: the slot's instant
-	// on this clock is, if anything, a little late.
-	answered := time.Now()
 	if err != nil {
 		return Grant{}, fmt.Errorf("redis throttle: %w", err)
 	}
@@ -169,17 +190,22 @@ func (r *Redis) Acquire(ctx context.Context, q Request) (Grant, error) {
 	if res[0] == 0 {
 		return Grant{Wait: max(time.Duration(res[1])*time.Microsecond, minWait), Reserved: res[2] == 1}, nil
 	}
-	p := &Permit{At: answered.Add(time.Duration(res[1]) * time.Microsecond)}
+	p := &Permit{At: asked.Add(time.Duration(res[1]) * time.Microsecond)}
 	if q.Limits.PerSecond > 0 {
 		p.wakeups = &r.wakeups
-		p.again = func(ctx context.Context) (time.Time, error) {
+		p.sending = func(ctx context.Context) (time.Duration, error) {
 			ctx, cancel := context.WithTimeout(ctx, r.timeout())
 			defer cancel()
-			d, err := againScript.Run(ctx, r.client, keys[:1], interval.Microseconds()).Int64()
+			d, err := sendingScript.Run(ctx, r.client, keys[7:8], q.Limits.PerSecond, logWindow.Microseconds(), id).Int64()
 			if err != nil {
-				return time.Time{}, fmt.Errorf("redis throttle: %w", err)
+				return 0, fmt.Errorf("redis throttle: %w", err)
 			}
-			return time.Now().Add(time.Duration(d) * time.Microsecond), nil
+			return time.Duration(d) * time.Microsecond, nil
+		}
+		p.wrote = func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout())
+			defer cancel()
+			wroteScript.Run(ctx, r.client, keys[7:8], id)
 		}
 	}
 	if q.Limits.MaxInFlight > 0 {

@@ -54,3 +54,7 @@ func TestRedisDown(t *testing.T) {
 		t.Fatalf("Acquire with Redis down = %+v, want an error", g)
 	}
 }
+
+func TestRedisSendLog(t *testing.T) {
+	checkSendLog(t, &twoProcesses{a: redisThrottle(t), b: redisThrottle(t)})
+}
