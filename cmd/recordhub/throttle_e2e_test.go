@@ -147,16 +147,18 @@ func (r *throttleReceiver) events() int {
 
 // TestThrottleTwoWorkers: two workers on PostgreSQL and Redis share one
 // Temporal server (the first's embedded one). A backlog of 2,000 events
-// drains through an endpoint throttled at rate_limit 50/s: its receiver
-// gets every event exactly once and counts no one-second window over 50
-// (the drain rate is logged: it is a benchmark's figure, not asserted
-// here). Meanwhile another endpoint of the same tenant, unthrottled,
+// drains through an endpoint throttled at rate_limit 25/s (what two
+// workers and the embedded server keep up with on a 2-core machine; at
+// 50/s their timers fell seconds behind): its receiver, in a process of
+// its own, gets every event exactly once and counts no one-second window
+// over 25 (the drain rate is logged: it is a benchmark's figure, not
+// asserted here). Meanwhile another endpoint of the same tenant, unthrottled,
 // receives all its events before the backlog is through; an endpoint with
 // max_in_flight 1 never holds two requests at once; and each throttled
 // delivery left exactly one row, its attempt 1 (waiting made none).
 func TestThrottleTwoWorkers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a 2,000-event backlog at 50/s: not in -short")
+		t.Skip("a 2,000-event backlog at 25/s: not in -short")
 	}
 	cfg := webhookConfig(t, models.Postgres)
 	cfg.RedisURL = storetest.RedisURL()
