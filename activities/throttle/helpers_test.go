@@ -256,8 +256,9 @@ func checkLate(t *testing.T, th acquirer) {
 
 // checkSendLog: a request sent late (its caller woke late) holds back the
 // request the limit after it, by as long as it was late: the log of sends
-// keeps the second's count where the late send would have broken it.
-func checkSendLog(t *testing.T, th acquirer) {
+// keeps the second's count where the late send would have broken it. With
+// wrote, caller 0 is counted at its instant but written late (Wrote).
+func checkSendLog(t *testing.T, th acquirer, wrote bool) {
 	key := newKey()
 	limits := throttle.Limits{PerSecond: 10}
 	var permits []*throttle.Permit
@@ -272,10 +273,17 @@ func checkSendLog(t *testing.T, th acquirer) {
 		permits = append(permits, g.Permit)
 	}
 	// Callers 1 to 9 send at their instants; caller 0 only after them.
-	for _, p := range append(permits[1:10], permits[0]) {
+	order := append(permits[1:10:10], permits[0])
+	if wrote {
+		order = permits[:10]
+	}
+	for _, p := range order {
 		if err := p.Wait(t.Context()); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if wrote {
+		permits[0].Wrote()
 	}
 	// Ten sends in the log since caller 1's: caller 10 waits until that one
 	// is a log window old (a second and 20 ms), past its own instant.

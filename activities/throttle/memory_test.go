@@ -42,4 +42,5 @@ func TestMemoryPlacesForgotten(t *testing.T) {
 	}
 }
 
-func TestMemorySendLog(t *testing.T) { checkSendLog(t, throttle.NewMemory(nil)) }
+func TestMemorySendLog(t *testing.T)      { checkSendLog(t, throttle.NewMemory(nil), false) }
+func TestMemorySendLogWrote(t *testing.T) { checkSendLog(t, throttle.NewMemory(nil), true) }

@@ -56,5 +56,8 @@ func TestRedisDown(t *testing.T) {
 }
 
 func TestRedisSendLog(t *testing.T) {
-	checkSendLog(t, &twoProcesses{a: redisThrottle(t), b: redisThrottle(t)})
+	checkSendLog(t, &twoProcesses{a: redisThrottle(t), b: redisThrottle(t)}, false)
+}
+func TestRedisSendLogWrote(t *testing.T) {
+	checkSendLog(t, &twoProcesses{a: redisThrottle(t), b: redisThrottle(t)}, true)
 }
