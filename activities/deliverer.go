@@ -389,7 +389,15 @@ func (d *Deliverer) Attempt(ctx context.Context, in AttemptInput) (AttemptOutput
 			out := AttemptOutput{Attempt: row.Attempt, Error: DeliveryErrInternal}
 			return out, temporal.NewApplicationErrorWithCause("record delivery attempt before sending: "+err.Error(), ErrTypeStore, err, out)
 		}
-		f = d.send(d.stampOnWrite(req.Context(), in, permit), &snd, req, row)
+		// The row's write is done before the slot's instant, not after
+		// it. When the slot cannot be waited for (ctx ended, or the
+		// throttle's store failed counting the send), nothing is sent: the
+		// attempt fails as recordhub's own error, and is retried.
+		if err := permit.Wait(ctx); err != nil {
+			f = d.fail(row, &internalError{"wait for the endpoint's throttle slot", err}, false, nil)
+		} else {
+			f = d.send(d.countOnWrite(req.Context(), permit), &snd, req, row)
+		}
 		permit.Release()
 	}
 	if span != nil {

@@ -172,20 +172,24 @@
 // # The endpoint's throttle
 //
 // An endpoint's rate_limit and max_in_flight are held by a [Throttle]
-// (package throttle: in process, or on Redis across workers). The attempt
-// takes its slot after reading the event and the endpoint, before writing
-// its row: refused, it answers [ErrTypeThrottled] at once with nothing
-// sent, no row, no metric but recordhub_webhook_throttled_total, and the
-// wait the throttle placed it at (its turn in the endpoint's queue) as the
-// error's next-retry delay; the workflow waits on a timer, so no worker
-// slot is held, then makes the same attempt number again. A refusal of a
-// few milliseconds is waited out in the activity instead (never in a local
-// attempt). The second's window is counted at send times (the slot is
-// stamped again just before the request leaves), with a 50 ms guard, so
-// that a slow row write cannot bunch requests into one second; the slot in
-// flight is released when the request ends, or when its lease does. When
-// the throttle's store fails, the attempt fails as the store's failure
-// and is retried: it never sends unthrottled.
+// (package throttle: in process, or on Redis across workers; its package
+// comment says why it works as it does). The attempt takes its slot after
+// reading the event and the endpoint, before writing its row. A rate's
+// slots are send instants evenly spaced: an attempt whose instant is within
+// a second (a local attempt: 10 ms) is granted it, writes its row, waits
+// in the activity until the instant (throttle.Permit.Wait) and sends. One
+// further back is refused: it answers [ErrTypeThrottled] at once with
+// nothing sent, no row, no metric but recordhub_webhook_throttled_total,
+// and a wait that ends half a second before its place in the endpoint's
+// queue as the error's next-retry delay; the workflow waits on a timer, so
+// no worker slot is held, then makes the same attempt number again: a
+// timer's round trip up to half a second long still brings it before its
+// instant, and a longer one costs it nothing but the time. A refusal for
+// want of a slot in flight of up to 50 ms is waited out in the activity
+// instead (never in a local attempt); the slot in flight is released when
+// the request ends, or when its lease does. When the throttle's store
+// fails, the attempt fails as the store's failure and is retried: it never
+// sends unthrottled.
 //
 // # Bulk pages and their pace
 //

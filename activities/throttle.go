@@ -30,44 +30,51 @@ const ErrTypeThrottled = "AttemptThrottled"
 // lease: a slot whose worker died comes back after that.
 const leaseMargin = 15 * time.Second
 
-// shortWait is the longest refusal an activity waits out itself, up to
-// shortWaits times, instead of answering ErrTypeThrottled for the
-// workflow's timer (a timer and a new activity cost more history than a
-// few milliseconds' wait is worth). A local attempt never waits: it holds a
-// workflow task. (Waits of up to a hundred requests' time, tried to keep a
-// delivery's turn, raised the drain rate but let a receiver count more
-// than the limit in one second: kept short until that is understood.)
-func shortWait(models.Throttle) time.Duration { return 50 * time.Millisecond }
+// slotLead is how long before its place in the endpoint's queue a
+// throttled attempt's workflow timer fires: the timer fires late by a
+// workflow task's round trip, and the attempt activity then starts and
+// reads the event and the endpoint before it asks again. Back early, it
+// is given its slot and waits for the slot's instant itself
+// (throttle.Permit.Wait), so that it is there when the slot comes; back
+// late, it is given the next slot at once. The lead is wide enough for a
+// busy machine's round trips, and short enough that an endpoint's waiting
+// attempts hold few worker slots (its rate times the lead).
+const slotLead = 500 * time.Millisecond
+
+// slotWithin is the longest an attempt activity waits for its rate slot
+// itself; a slot further away is waited for on the workflow's timer.
+const slotWithin = 2 * slotLead
+
+// localWithin is the longest a local attempt waits for its rate slot: it
+// holds its workflow task meanwhile.
+const localWithin = 10 * time.Millisecond
+
+// shortWait is the longest refusal for want of a slot in flight that an
+// activity waits out itself, up to shortWaits times, instead of answering
+// ErrTypeThrottled for the workflow's timer (a timer and a new activity cost
+// more history than a few milliseconds' wait is worth). A local attempt
+// never waits: it holds a workflow task.
+const shortWait = 50 * time.Millisecond
 
 const shortWaits = 3
 
-// stampOnWrite stamps the permit's slot with the time the request was
-// written (see throttle.Permit.Sending): counted from then, not from when
-// the slot was taken, the second's window cannot be bunched up by the row's
-// write or the connection's set-up in between.
-func (d *Deliverer) stampOnWrite(ctx context.Context, in AttemptInput, permit *throttle.Permit) context.Context {
-	if permit == nil {
-		return ctx
-	}
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-		if err := permit.Sending(); err != nil {
-			d.log.WarnContext(ctx, "throttle: stamp the send time", "endpoint_id", in.EndpointID, "error", err)
-		}
-	}})
-}
-
 // acquire takes the endpoint's slot for the attempt info describes. A nil
 // permit and a nil error mean the attempt is throttled: err is then the
-// ErrTypeThrottled error to return.
+// ErrTypeThrottled error to return. The permit's instant may be up to
+// slotWithin away: the caller waits for it (throttle.Permit.Wait) after
+// writing the attempt's row, just before sending.
 func (d *Deliverer) acquire(ctx context.Context, in AttemptInput, info activityInfo, t models.Throttle) (*throttle.Permit, error) {
 	waiter := info.workflowID
 	if waiter == "" {
 		waiter = in.EventID
 	}
 	r := throttle.Request{
-		Key: in.EndpointID, Waiter: waiter, Queued: in.Throttled,
+		Key: in.EndpointID, Waiter: waiter, Within: slotWithin,
 		Limits: throttle.Limits{PerSecond: t.PerSecond, MaxInFlight: t.MaxInFlight},
 		Lease:  d.schedule.AttemptTimeout + leaseMargin,
+	}
+	if info.local {
+		r.Within = localWithin
 	}
 	for try := 0; ; try++ {
 		g, err := d.throttle.Acquire(ctx, r)
@@ -77,18 +84,31 @@ func (d *Deliverer) acquire(ctx context.Context, in AttemptInput, info activityI
 		if g.Permit != nil {
 			return g.Permit, nil
 		}
-		r.Queued = true
-		if info.local || g.Wait > shortWait(t) || try >= shortWaits {
+		wait := g.Wait
+		if g.Reserved {
+			// The timer fires a lead before the delivery's place.
+			wait = max(wait-slotLead, time.Millisecond)
+		}
+		if info.local || g.Reserved || wait > shortWait || try >= shortWaits {
 			d.metrics.throttle()
 			out := AttemptOutput{Attempt: info.attempt}
 			return nil, temporal.NewApplicationErrorWithOptions("throttled: the endpoint's rate_limit or max_in_flight has no slot now; the attempt waits for one",
 				ErrTypeThrottled, temporal.ApplicationErrorOptions{
 					NonRetryable: true, Category: temporal.ApplicationErrorCategoryBenign,
-					NextRetryDelay: g.Wait, Details: []any{out},
+					NextRetryDelay: wait, Details: []any{out},
 				})
 		}
-		if err := sleepUntil(ctx, g.Wait); err != nil {
+		if err := sleepUntil(ctx, wait); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// countOnWrite moves the permit's count in the endpoint's log of sends to
+// the time the request was written (see throttle.Permit.Wrote).
+func (d *Deliverer) countOnWrite(ctx context.Context, permit *throttle.Permit) context.Context {
+	if permit == nil {
+		return ctx
+	}
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { permit.Wrote() }})
 }

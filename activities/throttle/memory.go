@@ -12,27 +12,29 @@ import (
 // only where one process sends every request (serve with its worker in
 // it).
 type Memory struct {
-	now  func() time.Time
-	mu   sync.Mutex
-	eps  map[string]*memState
-	next uint64
+	now func() time.Time
+	mu  sync.Mutex
+	eps map[string]*memState
+	// ids numbers the slots in flight.
+	ids     uint64
+	wakeups wakeups
 }
 
 type memState struct {
-	// log holds the stamps of the requests counted in the window,
-	// oldest first.
-	log []stamp
-	// tat is the time of the rate queue's next free place.
-	tat      time.Time
+	// next is the rate's next free slot: the last one granted and an
+	// interval.
+	next time.Time
+	// places are the refused waiters' places in the queue: when each is
+	// to ask again.
+	places map[string]time.Time
+	// log holds the sends made in the last logWindow, oldest first.
+	log []time.Time
+	// tail is the place after the last waiter placed again.
+	tail     time.Time
 	inFlight map[uint64]time.Time // id → lease's end
 	// waiters are the in-flight queue's, by first ask.
 	waiters []waiter
 	hold    time.Duration
-}
-
-type stamp struct {
-	id uint64
-	at time.Time
 }
 
 type waiter struct {
@@ -55,14 +57,14 @@ func (m *Memory) Acquire(_ context.Context, r Request) (Grant, error) {
 		return Grant{}, err
 	}
 	if r.Limits == (Limits{}) {
-		return Grant{Permit: &Permit{}}, nil
+		return Grant{Permit: &Permit{At: m.now()}}, nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
 	st := m.eps[r.Key]
 	if st == nil {
-		st = &memState{inFlight: map[uint64]time.Time{}, hold: defaultHold}
+		st = &memState{places: map[string]time.Time{}, inFlight: map[uint64]time.Time{}, hold: defaultHold}
 		m.eps[r.Key] = st
 	}
 	st.expire(now)
@@ -75,52 +77,65 @@ func (m *Memory) Acquire(_ context.Context, r Request) (Grant, error) {
 		st.waiters[rank].end = now.Add(waiterTTL)
 		return Grant{Wait: max(holdWait(st.hold, rank, n), minWait)}, nil
 	}
-	if l := r.Limits.PerSecond; l > 0 {
-		if wait, ok := st.rate(now, r.Limits, r.Queued); !ok {
-			return Grant{Wait: max(wait, minWait)}, nil
+	at := now
+	if l := r.Limits; l.PerSecond > 0 {
+		var wait time.Duration
+		if at, wait = st.rate(now, r.Waiter, l.interval(m.wakeups.guard(now)), r.Within); wait > 0 {
+			return Grant{Wait: max(wait, minWait), Reserved: true}, nil
 		}
 	}
-	m.next++
-	id := m.next
-	if r.Limits.PerSecond > 0 {
-		st.log = append(st.log, stamp{id: id, at: now})
+	p := &Permit{At: at}
+	if l := r.Limits; l.PerSecond > 0 {
+		var at time.Time
+		p.sending = func(context.Context) (time.Duration, error) {
+			var wait time.Duration
+			at, wait = m.sending(r.Key, l)
+			return wait, nil
+		}
+		p.wrote = func() { m.wrote(r.Key, at) }
+		p.wakeups = &m.wakeups
 	}
 	if r.Limits.MaxInFlight > 0 {
+		m.ids++
+		id := m.ids
 		st.inFlight[id] = now.Add(r.Lease)
 		st.waiters = slices.DeleteFunc(st.waiters, func(w waiter) bool { return w.name == r.Waiter })
-	}
-	p := &Permit{
-		sending: func() error { m.restamp(r.Key, id); return nil },
-		release: func() { m.release(r.Key, id, now) },
+		p.release = func() { m.release(r.Key, id, now) }
 	}
 	return Grant{Permit: p}, nil
 }
 
-// rate decides on the rate, and on a refusal places the caller in the
-// queue (wait) unless it holds its place already.
-func (st *memState) rate(now time.Time, l Limits, queued bool) (time.Duration, bool) {
-	full := len(st.log) >= l.PerSecond
-	var free time.Time // when the window has room again
-	if full {
-		free = st.log[len(st.log)-l.PerSecond].at.Add(window)
+// rate answers waiter's ask for a slot of interval's rate: the slot's
+// instant, or a wait above 0 when it is more than within away.
+func (st *memState) rate(now time.Time, waiter string, interval, within time.Duration) (time.Time, time.Duration) {
+	at := later(st.next, now)
+	place, ok := st.places[waiter]
+	if !ok {
+		place = at.Add(time.Duration(len(st.places)) * interval)
 	}
-	// A fresh caller passes while the queue holds less than a window's
-	// worth: a burst of up to the limit goes at once, as long as nobody
-	// waits.
-	if queued || !st.tat.After(now.Add(window-l.interval())) {
-		if !full {
-			if !queued {
-				st.tat = later(st.tat, now).Add(l.interval())
+	if wait := place.Sub(now); wait > within {
+		st.places[waiter] = place
+		return time.Time{}, wait
+	}
+	if wait := at.Sub(now); wait > within {
+		// Its place has come, but the slots within its reach are taken:
+		// the callers placed before it came late, or together. It is
+		// placed again after the others whose place has come, so that
+		// they do not come back together again.
+		due := 0 // the others whose place has come
+		for w, p := range st.places {
+			if w != waiter && !p.After(at) {
+				due++
 			}
-			return 0, true
 		}
-		if queued {
-			return free.Sub(now), false
-		}
+		place = later(st.tail, at.Add(time.Duration(due)*interval))
+		st.tail = place.Add(interval)
+		st.places[waiter] = place
+		return time.Time{}, place.Sub(now)
 	}
-	at := later(later(st.tat, now), free)
-	st.tat = at.Add(l.interval())
-	return at.Sub(now), false
+	delete(st.places, waiter)
+	st.next = at.Add(interval)
+	return at, 0
 }
 
 func later(a, b time.Time) time.Time {
@@ -130,36 +145,64 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-func (st *memState) expire(now time.Time) {
-	cut := now.Add(-window)
-	i := 0
-	for i < len(st.log) && !st.log[i].at.After(cut) {
-		i++
+// sending counts a send in the endpoint's log, or answers how long to wait
+// first: see Permit.Wait. Its count's time is at.
+func (m *Memory) sending(key string, l Limits) (at time.Time, wait time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	st := m.eps[key]
+	if st == nil {
+		return now, 0
 	}
-	st.log = st.log[i:]
-	for id, end := range st.inFlight {
-		if !end.After(now) {
-			delete(st.inFlight, id)
+	st.expire(now)
+	if n := len(st.log); n >= l.PerSecond {
+		if wait := st.log[n-l.PerSecond].Add(logWindow).Sub(now); wait > 0 {
+			return time.Time{}, wait
 		}
 	}
-	st.waiters = slices.DeleteFunc(st.waiters, func(w waiter) bool { return !w.end.After(now) })
+	st.log = append(st.log, now)
+	return now, 0
 }
 
-func (m *Memory) restamp(key string, id uint64) {
+// wrote moves the count made at at to now: see Permit.Wrote.
+func (m *Memory) wrote(key string, at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := m.eps[key]
 	if st == nil {
 		return
 	}
-	i := slices.IndexFunc(st.log, func(s stamp) bool { return s.id == id })
+	i := slices.IndexFunc(st.log, func(t time.Time) bool { return t.Equal(at) })
 	if i < 0 {
 		return
 	}
 	st.log = slices.Delete(st.log, i, i+1)
 	now := m.now()
-	j, _ := slices.BinarySearchFunc(st.log, now, func(s stamp, t time.Time) int { return s.at.Compare(t) })
-	st.log = slices.Insert(st.log, j, stamp{id: id, at: now})
+	j, _ := slices.BinarySearchFunc(st.log, now, time.Time.Compare)
+	st.log = slices.Insert(st.log, j, now)
+}
+
+// expire forgets what time has passed by: places of waiters that did not
+// come back, leases ended, in-flight waiters gone.
+func (st *memState) expire(now time.Time) {
+	i := 0
+	for i < len(st.log) && now.Sub(st.log[i]) >= logWindow {
+		i++
+	}
+	st.log = st.log[i:]
+	for w, at := range st.places {
+		if now.Sub(at) > placeGrace {
+			delete(st.places, w)
+		}
+	}
+
+	for id, end := range st.inFlight {
+		if !end.After(now) {
+			delete(st.inFlight, id)
+		}
+	}
+	st.waiters = slices.DeleteFunc(st.waiters, func(w waiter) bool { return !w.end.After(now) })
 }
 
 func (m *Memory) release(key string, id uint64, start time.Time) {
@@ -172,8 +215,5 @@ func (m *Memory) release(key string, id uint64, start time.Time) {
 	if _, ok := st.inFlight[id]; ok {
 		delete(st.inFlight, id)
 		st.hold = (st.hold*4 + m.now().Sub(start)) / 5
-	}
-	if len(st.log) == 0 && len(st.inFlight) == 0 && len(st.waiters) == 0 && !st.tat.After(m.now()) {
-		delete(m.eps, key)
 	}
 }

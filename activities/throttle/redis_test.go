@@ -38,6 +38,9 @@ func TestRedisInFlight(t *testing.T) {
 }
 func TestRedisWaitsSpread(t *testing.T) { checkWaitsSpread(t, redisThrottle(t)) }
 func TestRedisLease(t *testing.T)       { checkLease(t, redisThrottle(t)) }
+func TestRedisLate(t *testing.T) {
+	checkLate(t, &twoProcesses{a: redisThrottle(t), b: redisThrottle(t)})
+}
 
 // TestRedisDown: with Redis unreachable, Acquire fails: the attempt is
 // retried later and never sent unthrottled.
@@ -50,4 +53,11 @@ func TestRedisDown(t *testing.T) {
 	if err == nil {
 		t.Fatalf("Acquire with Redis down = %+v, want an error", g)
 	}
+}
+
+func TestRedisSendLog(t *testing.T) {
+	checkSendLog(t, &twoProcesses{a: redisThrottle(t), b: redisThrottle(t)}, false)
+}
+func TestRedisSendLogWrote(t *testing.T) {
+	checkSendLog(t, &twoProcesses{a: redisThrottle(t), b: redisThrottle(t)}, true)
 }

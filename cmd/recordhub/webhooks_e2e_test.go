@@ -269,9 +269,14 @@ func waitDelivered(t *testing.T, cfg Config, eventID, endpointID string) {
 }
 
 // TestMain turns this test binary into the service when it is started as
-// a child by startChild, or into the command (main) when
-// RECORDHUB_E2E_MAIN_ARGS holds a command line.
+// a child by startChild, into a receiver when started by newChildReceiver,
+// or into the command (main) when RECORDHUB_E2E_MAIN_ARGS holds a command
+// line.
 func TestMain(m *testing.M) {
+	if log := os.Getenv("RECORDHUB_E2E_RECEIVER"); log != "" {
+		fmt.Fprintln(os.Stderr, serveArrivals(log, os.Getenv("RECORDHUB_E2E_ADDR_FILE")))
+		os.Exit(1)
+	}
 	if args := os.Getenv("RECORDHUB_E2E_MAIN_ARGS"); args != "" {
 		// The command line as the process runs it, signals included.
 		os.Exit(mainStatus(strings.Fields(args)))
