@@ -183,8 +183,8 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		// read, and most deliveries have closed by then, so one visibility
 		// write of two is skipped (and the close inserts a row rather than
 		// replacing one). The Web UI shows a workflow up to half a second
-		// later. With the trimmed indexes (visibility.go), the process's
-		// CPU per delivery fell by about a third.
+		// later. With the trimmed indexes (visibility.go), this is what
+		// the bench README's "Where a delivery's cost goes" measures.
 		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): 2,
 		dynamicconfig.VisibilityTaskBatchSize.Key():       1000,
 		// Not system.forceSearchAttributesCacheRefreshOnRead: a test setting

@@ -13,9 +13,9 @@ import (
 // row (the row the Web UI lists and searches) when it starts and again
 // when it closes. Temporal's SQLite schema gives that table an index for
 // every column it might be searched by: 58, for each of which a row
-// written is a b-tree insert and a row replaced a delete and an insert. On
-// this server they were a third of the whole process's CPU during a burst
-// of deliveries. The dev server keeps the indexes of what its operators
+// written is a b-tree insert and a row replaced a delete and an insert:
+// during a burst of deliveries, the largest share of the process's CPU
+// (the bench README has the profile). The dev server keeps the indexes of what its operators
 // search by: the default listing (newest first), start time, workflow id
 // and type, status, task queue, and the Keyword attributes, among them
 // recordhub's own (tenant, endpoint, module, record, event type). The rest
