@@ -290,7 +290,7 @@ func checkSendLog(t *testing.T, th acquirer, wrote bool) {
 	if err := permits[10].Wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if early := permits[1].At.Add(time.Second + 20*time.Millisecond).Sub(time.Now()); early > time.Millisecond {
+	if early := time.Until(permits[1].At.Add(time.Second + 20*time.Millisecond)); early > time.Millisecond {
 		t.Errorf("caller 10 sent %v before the tenth send before it was a second old", early)
 	}
 }
