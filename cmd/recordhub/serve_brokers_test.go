@@ -114,20 +114,26 @@ func TestBrokerEndpointsEndToEnd(t *testing.T) {
 	// record_created, record_updated + status_change, custom_data_updated, record_deleted.
 	const want = 5
 	var amqpMsgs []amqp.Delivery
-	storetest.Eventually(t, 60*time.Second, "every event in the queue", func() bool {
-		for {
-			m, ok, err := ch.Get(queue, true)
-			if err != nil || !ok {
-				break
+	// arrived waits until the queue and the stream each hold n messages,
+	// taking the queue's as they come.
+	arrived := func(n int, what string) {
+		t.Helper()
+		storetest.Eventually(t, 60*time.Second, what+" in the queue", func() bool {
+			for {
+				m, ok, err := ch.Get(queue, true)
+				if err != nil || !ok {
+					break
+				}
+				amqpMsgs = append(amqpMsgs, m)
 			}
-			amqpMsgs = append(amqpMsgs, m)
-		}
-		return len(amqpMsgs) >= want
-	})
-	storetest.Eventually(t, 60*time.Second, "every event in the stream", func() bool {
-		info, err := st.Info(context.Background())
-		return err == nil && info.State.Msgs >= want
-	})
+			return len(amqpMsgs) >= n
+		})
+		storetest.Eventually(t, 60*time.Second, what+" in the stream", func() bool {
+			info, err := st.Info(context.Background())
+			return err == nil && info.State.Msgs >= uint64(n)
+		})
+	}
+	arrived(want, "every event")
 
 	verify := func(kind string, h http.Header, body []byte) string {
 		secret := endpoints[kind]["secret"].(string)
@@ -179,20 +185,7 @@ func TestBrokerEndpointsEndToEnd(t *testing.T) {
 		}
 	}
 	const wantAll = want + 2 // record_created and record_snapshot of the second record
-	storetest.Eventually(t, 60*time.Second, "the resync's snapshot in the queue", func() bool {
-		for {
-			m, ok, err := ch.Get(queue, true)
-			if err != nil || !ok {
-				break
-			}
-			amqpMsgs = append(amqpMsgs, m)
-		}
-		return len(amqpMsgs) >= wantAll
-	})
-	storetest.Eventually(t, 60*time.Second, "the resync's snapshot in the stream", func() bool {
-		info, err := st.Info(context.Background())
-		return err == nil && info.State.Msgs >= wantAll
-	})
+	arrived(wantAll, "the resync's snapshot")
 	for _, m := range amqpMsgs[want:] {
 		h := http.Header{}
 		for k, v := range m.Headers {
