@@ -138,9 +138,12 @@ func TestChangeCursor(t *testing.T) {
 // lower txid) and stays open while B writes and commits. While A is open
 // a read lists neither, since listing B's would move a reader past A's
 // position; once A commits, a read from the cursor lists A's event and
-// then B's: each exactly once, in txid order.
+// then B's: each exactly once, in txid order. A updates a record and B
+// creates one: two creations may count themselves on the same row of the
+// module's record count, and B would then wait for A to end.
 func TestChangesCommitOutOfOrder(t *testing.T) {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	s := storetest.Open(t, models.Postgres)
 	m := changesModule(t, s)
 	first, err := s.CreateRecord(ctx, m, map[string]any{"title": "before"}, nil)
@@ -157,13 +160,17 @@ func TestChangesCommitOutOfOrder(t *testing.T) {
 	aDone := make(chan error, 1)
 	go func() {
 		aDone <- s.Atomically(ctx, func(ctx context.Context) error {
-			r, err := s.CreateRecord(ctx, m, map[string]any{"title": "A"}, nil)
+			r, _, err := s.UpdateRecord(ctx, m, first.ID, models.RecordPatch{Fields: map[string]any{"title": "A"}}, nil)
 			if err != nil {
 				return err
 			}
 			wrote <- r.ID
-			<-release
-			return nil
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		})
 	}()
 	var aID string
