@@ -65,7 +65,8 @@ type prodRun struct {
 	cpu        string // CPU time by process kind during the run
 	loadBefore string
 	loadAfter  string
-	cost       costRun // per delivery, by process and database
+	cost       costRun     // per delivery, by process and database
+	peers      peersResult // the peers' method, after the burst
 }
 
 func (r prodRun) rate() float64 { return rate(r.deliveredA, r.spanA) }
@@ -294,6 +295,13 @@ func (b *bench) prodRun(ctx context.Context, ts *pgtemporal.Server, workers int)
 	requests := st.a.rcv.requests.Load() + st.b.rcv.requests.Load() - requestsBefore
 	fmt.Fprintf(b.out, "%s: %d of %d delivered in %s (%.1f/s), machine CPU %s per delivery; %d requests, %.0f attempts; B's latencies %s\n", st.tag,
 		r.deliveredA, r.sentA, r.spanA.Round(time.Millisecond), r.rate(), ms(r.throughput().cpuPer()), requests, sum(r.attempts), durations(r.latB))
+	// The peers' method last, on a settled service, outside the figures
+	// above; the service is every process a delivery runs through.
+	own := processesCPU(append([]*service{st.api}, st.ws...), "temporal-server", "postgres")
+	settle(ctx, own)
+	if r.peers, err = b.peersRun(ctx, st.tag, st.api, own, st.a); err != nil {
+		return r, err
+	}
 	return r, nil
 }
 

@@ -113,6 +113,7 @@ func prodRunRows(t *targetTable, run prodRun, floors []throughput) {
 		fmt.Sprintf("client backends; peaks apart: this run's recordhub database %d, rh_temporal_* databases %d (this Temporal server's and any other's), the rest %d",
 			run.pg.recordhub, run.pg.temporal, run.pg.rest))
 	t.info(n, "machine", "load "+run.loadBefore+" → "+run.loadAfter, run.cpu)
+	peersRows(t.tw, n+"\t", run.peers)
 }
 
 // attemptShares gives each worker's share of the attempts ("50% / 50%"),

@@ -92,7 +92,7 @@ func (b *bench) webhooks(ctx context.Context, bin string) (webhookResult, error)
 	if r.service, r.serviceCreate, err = b.serviceThroughput(ctx, svc, t); err != nil {
 		return r, err
 	}
-	if r.peers, err = b.peersRun(ctx, svc, t); err != nil {
+	if r.peers, err = b.peersRun(ctx, "webhooks", svc, processesCPU([]*service{svc}), t); err != nil {
 		return r, err
 	}
 	r.floors, err = b.runFloors(ctx, "webhooks", e.temporalAddr, "default", b.o.webhookN, webhookCreators)

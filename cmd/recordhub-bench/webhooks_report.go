@@ -34,13 +34,7 @@ func reportWebhooks(w io.Writer, o options, r webhookResult) (missed, total int)
 	s := r.service
 	fmt.Fprintf(tw, "service deliveries/s\t%.1f\t-\t-\t%d delivered in %s, %d missing; creates took %s\n", s.rate(), s.delivered,
 		s.span.Round(time.Millisecond), s.sent-s.delivered, r.serviceCreate.Round(time.Millisecond))
-	pr := r.peers
-	fmt.Fprintf(tw, "the peers' method: deliveries/s\t%.1f\t-\t-\t%d events from %d publishers, first publish to last receipt: %d delivered in %s\n",
-		pr.rate(), peersEvents, peersPublishers, pr.delivered, pr.span.Round(time.Millisecond))
-	fmt.Fprintf(tw, "the peers' method: publish → receipt p50 / p99\t%s / %s\t-\t-\t\n", ms(pr.p50), ms(pr.p99))
-	fmt.Fprintf(tw, "the peers' method: machine CPU per delivery\t%s\t-\t-\t/proc/stat over the same window\n", ms(pr.cpuPer()))
-	fmt.Fprintf(tw, "the same, until the service settled\t%s\t-\t-\tthe work left behind the last receipt too (%s after it)\n", ms(pr.settledPer()), pr.settledAfter.Round(time.Millisecond))
-	fmt.Fprintf(tw, "the same, the service's own process\t%s\t-\t-\tholds on a machine shared with other work\n", ms(per(pr.service, pr.delivered)))
+	peersRows(tw, "", r.peers)
 	for _, f := range r.floors {
 		target, ok := floorTarget(f.label)
 		if !ok {
