@@ -236,6 +236,9 @@ type bench struct {
 	// server's postgres database, for its cost counts.
 	pgAdmin *sql.DB
 	costDBs costDBs // the Temporal server's databases
+	// temporalPprof is the production Temporal server's profiler
+	// (-profile temporal), or empty.
+	temporalPprof string
 	// serviceEnv is added to the settings startDatabase starts the
 	// service with.
 	serviceEnv map[string]string

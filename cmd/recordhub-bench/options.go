@@ -37,6 +37,9 @@ type options struct {
 	// temporalConfig: extra dynamic config of the production group's
 	// Temporal server.
 	temporalConfig map[string]any
+	// trimVisibility drops the Temporal server's visibility indexes that
+	// operators do not search by, as the operators' document advises.
+	trimVisibility bool
 
 	// The noisy-neighbour mode's (-noisy).
 	noisy bool
@@ -82,7 +85,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.records, "records", 100_000, "records in the listed module")
 	dbs := fs.String("db", "sqlite,postgres", "databases to run, comma-separated")
 	fs.StringVar(&o.pgURL, "pg", defaultPostgresURL, "PostgreSQL server in which a fresh database is created and dropped")
-	profile := fs.String("profile", "", "take CPU and allocation profiles of the service during these scenarios (comma-separated: get, post, list; webhooks, the first 5 s of the webhook group's throughput run; with -idempotency: plain, keyed); the service then runs with its profiler on (RECORDHUB_PPROF_ADDR), which the figures of that run include, and the work directory is kept")
+	profile := fs.String("profile", "", "take CPU and allocation profiles of the service during these scenarios (comma-separated: get, post, list; webhooks, the first 5 s of the webhook group's throughput run; with -idempotency: plain, keyed; with -production: temporal, the Temporal server over the first 10 s of each burst); the service then runs with its profiler on (RECORDHUB_PPROF_ADDR), which the figures of that run include, and the work directory is kept")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, service logs, hey output)")
 	fs.BoolVar(&o.webhooks, "webhooks", true, "run the webhook group (SQLite, embedded Temporal): idle RSS, change-to-delivery latency, deliveries/s against bare Temporal workflows; -db '' runs it alone")
 	fs.IntVar(&o.webhookN, "webhook-n", 600, "records in the webhook group's throughput run, and workflows in each floor run on the same server")
@@ -92,6 +95,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.burst, "burst", 2000, "with -production: records tenant A creates, 16 at a time")
 	fs.IntVar(&o.baselineN, "baseline-n", 0, "with -production: workflows in each floor run (bare one-activity and local-activity workflows on the same server; 0: -burst)")
 	temporalConfig := fs.String("temporal-config", "", "with -production: extra dynamic config of the Temporal server, comma-separated key=value, each value JSON (a number, true, false) or else a string, e.g. matching.numTaskqueueReadPartitions=1,matching.numTaskqueueWritePartitions=1")
+	fs.BoolVar(&o.trimVisibility, "temporal-trim-visibility", true, "with -production: drop the Temporal server's visibility indexes that operators do not search by, as the operators' document advises (false: Temporal's schema as it comes)")
 	fs.StringVar(&o.redisURL, "redis", "redis://127.0.0.1:6379/15", "with -production and -noisy-production: the Redis the service processes share")
 	fs.StringVar(&o.role, "role", "all", "shape of the measured process: all (API, worker, dispatcher and the embedded Temporal server in one process), or api (serve --role api, built -tags noembedtemporal as production images are, against a second process, role all, that holds the worker and the embedded Temporal server; every figure, RSS included, is the API process's)")
 	fs.BoolVar(&o.noisy, "noisy", false, "run only the noisy-neighbour mode (make bench-noisy): tenant B's create → first webhook request while tenant A loads the same service, one fresh `recordhub serve` (SQLite, embedded Temporal) per scenario and binary; see cmd/recordhub-bench/README.md")
@@ -138,11 +142,11 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	o.profile = map[string]bool{}
 	for p := range strings.SplitSeq(*profile, ",") {
 		switch p = strings.TrimSpace(p); p {
-		case "get", "post", "list", "plain", "keyed", "webhooks":
+		case "get", "post", "list", "plain", "keyed", "webhooks", "temporal":
 			o.profile[p] = true
 		case "":
 		default:
-			return o, fmt.Errorf("-profile: unknown scenario %q (get, post, list; webhooks; plain, keyed with -idempotency)", p)
+			return o, fmt.Errorf("-profile: unknown scenario %q (get, post, list; webhooks; plain, keyed with -idempotency; temporal with -production)", p)
 		}
 	}
 	if *temporalConfig != "" {

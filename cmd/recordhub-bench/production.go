@@ -29,6 +29,9 @@ const (
 	prodStall = 60 * time.Second
 	// prodWarmUp is each tenant's records delivered before measuring.
 	prodWarmUp = 2
+	// temporalProfileSeconds is how long -profile temporal profiles the
+	// Temporal server from the start of each burst.
+	temporalProfileSeconds = 10
 )
 
 // prodResult is the production group's outcome.
@@ -136,7 +139,15 @@ func (b *bench) startTemporal(ctx context.Context, tag, logName string) (ts *pgt
 		return nil, nil, err
 	}
 	fmt.Fprintf(b.out, "%s: starting a Temporal server on PostgreSQL %s (built once and cached; its log: %s) ...\n", tag, redact(adminURL), tlog.Name())
-	ts, err = pgtemporal.Start(ctx, pgtemporal.Options{PostgresURL: adminURL, Log: tlog, LogLevel: "warn", DynamicConfig: b.o.temporalConfig})
+	opts := pgtemporal.Options{PostgresURL: adminURL, Log: tlog, LogLevel: "warn", DynamicConfig: b.o.temporalConfig, TrimVisibility: b.o.trimVisibility}
+	if b.o.profile["temporal"] {
+		if opts.PprofPort, err = freePort(); err != nil {
+			tlog.Close()
+			return nil, nil, err
+		}
+		b.temporalPprof = fmt.Sprintf("127.0.0.1:%d", opts.PprofPort)
+	}
+	ts, err = pgtemporal.Start(ctx, opts)
 	if err != nil {
 		tlog.Close()
 		return nil, nil, err
@@ -311,6 +322,14 @@ func (b *bench) prodRun(ctx context.Context, ts *pgtemporal.Server, workers int)
 func (b *bench) prodLoad(ctx context.Context, st *prodStack, r *prodRun) (idsA []string, sentB []prodSent, err error) {
 	fmt.Fprintf(b.out, "%s: tenant A creates %d records, %d at a time; then tenant B creates %d, one a second ...\n", st.tag, b.o.burst, prodCreators, prodBEvents)
 	bBefore := st.b.rcv.delivered() // B's warm-up
+	if b.temporalPprof != "" {
+		path := filepath.Join(b.work, st.tag+"-temporal.pprof")
+		go func() {
+			if err := saveProfile(ctx, b.temporalPprof, "profile", temporalProfileSeconds, path); err != nil {
+				fmt.Fprintf(b.out, "%s: Temporal server's profile: %v\n", st.tag, err)
+			}
+		}()
+	}
 	cpu0, _ := machineCPU()
 	start := time.Now()
 	idsA, err = createMany(ctx, st.api, st.a.f, b.o.burst, prodCreators)

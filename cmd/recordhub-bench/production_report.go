@@ -40,6 +40,9 @@ func (t *targetTable) info(workers, label, value, note string) {
 // many targets were missed.
 func reportProduction(w io.Writer, o options, r prodResult) int {
 	fmt.Fprintf(w, "\nproduction shape: recordhub built -tags noembedtemporal; a separate Temporal server (v1.32.1, PostgreSQL persistence, task-queue fairness on) at %s; Redis %s\n", r.temporalAddr, redact(o.redisURL))
+	if o.trimVisibility {
+		fmt.Fprintf(w, "visibility indexes trimmed to those operators search by (-temporal-trim-visibility)\n")
+	}
 	if len(o.temporalConfig) > 0 {
 		fmt.Fprintf(w, "Temporal dynamic config besides: %v\n", o.temporalConfig)
 	}

@@ -152,7 +152,22 @@ func (s *service) saveProfile(ctx context.Context, profile string, seconds int, 
 	if s.pprofAddr == "" {
 		return errors.New("the service runs without its profiler (RECORDHUB_PPROF_ADDR)")
 	}
-	url := fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", s.pprofAddr, profile, seconds)
+	return saveProfile(ctx, s.pprofAddr, profile, seconds, path)
+}
+
+// freePort returns a TCP port free on 127.0.0.1 a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// saveProfile fetches a pprof profile from the profiler at addr into path.
+func saveProfile(ctx context.Context, addr, profile string, seconds int, path string) error {
+	url := fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", addr, profile, seconds)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err

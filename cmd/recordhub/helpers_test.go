@@ -411,21 +411,27 @@ func holdingReceiver(t *testing.T, hold func(r *http.Request, body []byte) bool)
 }
 
 // deliveries is a receiver that answers 204, counts each event's
-// requests and notes when each record's first delivery arrived.
+// requests and notes when each record's first delivery arrived, and
+// what it was.
 type deliveries struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
 	by    map[string]int       // X-Webhook-Id → requests
 	first map[string]time.Time // record id → first arrival
+	what  map[string]searchRef // record id → its first delivery
 }
 
 func newDeliveries(t *testing.T) *deliveries {
-	d := &deliveries{by: map[string]int{}, first: map[string]time.Time{}}
+	d := &deliveries{by: map[string]int{}, first: map[string]time.Time{}, what: map[string]searchRef{}}
 	d.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		now := time.Now()
 		var ev struct {
-			Record struct {
-				ID string `json:"id"`
+			ID       string `json:"id"`
+			Event    string `json:"event"`
+			TenantID string `json:"tenant_id"`
+			Record   struct {
+				ID       string `json:"id"`
+				ModuleID string `json:"module_id"`
 			} `json:"record"`
 		}
 		raw, _ := io.ReadAll(req.Body)
@@ -434,6 +440,7 @@ func newDeliveries(t *testing.T) *deliveries {
 		d.by[req.Header.Get("X-Webhook-Id")]++
 		if _, ok := d.first[ev.Record.ID]; !ok {
 			d.first[ev.Record.ID] = now
+			d.what[ev.Record.ID] = searchRef{tenant: ev.TenantID, module: ev.Record.ModuleID, record: ev.Record.ID, eventType: ev.Event, eventID: ev.ID}
 		}
 		d.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
@@ -447,6 +454,15 @@ func (d *deliveries) events() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.by)
+}
+
+// delivered is what the first delivery about a record was, its endpoint
+// left out.
+func (d *deliveries) delivered(recordID string) (searchRef, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.what[recordID]
+	return r, ok
 }
 
 // at is when the first delivery about a record arrived.

@@ -42,6 +42,8 @@ from its fields (MODULE: its id or slug), for type generators`},
 	{"webhooks", "recordhub webhooks listen [--port N] [--secret S] [--status CODE]", "run a local receiver on 127.0.0.1 that prints and verifies deliveries"},
 	{"records", "recordhub records follow MODULE [--after CURSOR|latest] [--types T,…] [--api URL]", `print a module's changes as they happen, one JSON line each
 (MODULE: its id or slug; the key in RECORDHUB_API_KEY)`},
+	{"temporal", "recordhub temporal trim-visibility", `drop the visibility indexes of a Temporal server on PostgreSQL
+that recordhub's operators do not search by (TEMPORAL_VISIBILITY_DATABASE_URL)`},
 	{"", "recordhub healthcheck URL", "exit 0 when URL answers 200 (for container health checks)"},
 }
 
@@ -151,6 +153,8 @@ func dispatch(ctx context.Context, args []string, lookupEnv func(string) (string
 	case "records":
 		// A client of the API too.
 		return recordsCommand(ctx, args[1:], lookupEnv, stdout, stderr)
+	case "temporal":
+		return temporalCommand(ctx, args[1:], lookupEnv, stdout, stderr)
 	case "healthcheck":
 		return healthcheckCommand(ctx, args[1:], stdout, stderr)
 	}

@@ -97,6 +97,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"records", "--help"}, "usage: recordhub records COMMAND"},
 		{[]string{"records", "follow", "--help"}, "usage: recordhub records follow MODULE"},
 		{[]string{"records", "follow", "orders", "--after", "latest", "-h"}, "usage: recordhub records follow MODULE"},
+		{[]string{"temporal", "--help"}, "usage: recordhub temporal COMMAND"},
+		{[]string{"temporal", "trim-visibility", "-h"}, "usage: recordhub temporal trim-visibility"},
 		{[]string{"healthcheck", "--help"}, "usage: recordhub healthcheck URL"},
 		{[]string{"healthcheck", "-h"}, "usage: recordhub healthcheck URL"},
 		{[]string{"help", "tenant", "list"}, "usage: recordhub tenant list"},
@@ -136,8 +138,9 @@ func TestUsageListsEveryCommand(t *testing.T) {
 			"recordhub webhooks recover ENDPOINT_ID --since",
 			"recordhub webhooks listen [--port N] [--secret S] [--status CODE]",
 		}
-		records = []string{"recordhub records follow MODULE [--after CURSOR|latest]"}
-		all     = append(append(append([]string{"recordhub serve [--role all|api|worker]", "recordhub migrate", "recordhub healthcheck URL"}, tenants...), webhooks...), records...)
+		records  = []string{"recordhub records follow MODULE [--after CURSOR|latest]"}
+		temporal = []string{"recordhub temporal trim-visibility"}
+		all      = append(append(append(append([]string{"recordhub serve [--role all|api|worker]", "recordhub migrate", "recordhub healthcheck URL"}, tenants...), webhooks...), records...), temporal...)
 	)
 	for _, c := range []struct {
 		args []string
@@ -147,6 +150,7 @@ func TestUsageListsEveryCommand(t *testing.T) {
 		{[]string{"tenant", "--help"}, tenants},
 		{[]string{"webhooks", "--help"}, webhooks},
 		{[]string{"records", "--help"}, records},
+		{[]string{"temporal", "--help"}, temporal},
 	} {
 		var stdout bytes.Buffer
 		if err := runCommand(context.Background(), c.args, func(string) (string, bool) { return "", false }, nil, &stdout, io.Discard); err != nil {
@@ -170,6 +174,8 @@ func TestUnknownCommands(t *testing.T) {
 		{[]string{"frob"}, "usage: recordhub COMMAND"},
 		{[]string{"--verbose"}, "usage: recordhub COMMAND"},
 		{[]string{"tenant"}, "usage: recordhub tenant COMMAND"},
+		{[]string{"temporal"}, "usage: recordhub temporal COMMAND"},
+		{[]string{"temporal", "trim"}, "usage: recordhub temporal COMMAND"},
 		{[]string{"tenant", "delete", "acme"}, "usage: recordhub tenant COMMAND"},
 		{[]string{"tenant", "list", "--all"}, "usage: recordhub tenant list"},
 		{[]string{"tenant", "list", "acme"}, "usage: recordhub tenant list"},

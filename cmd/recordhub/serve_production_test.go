@@ -38,7 +38,9 @@ func startTemporal(t *testing.T) *pgtemporal.Server {
 	var log syncBuffer
 	showOnFailure(t, "temporal server", &log)
 	// Small pools: other packages' tests use the same PostgreSQL server.
-	srv, err := pgtemporal.Start(ctx, pgtemporal.Options{PostgresURL: admin, Log: &log, LogLevel: "warn", MaxConns: 6})
+	// The visibility indexes trimmed, as the operators' document advises:
+	// TestProductionShape searches deliveries as operators would.
+	srv, err := pgtemporal.Start(ctx, pgtemporal.Options{PostgresURL: admin, Log: &log, LogLevel: "warn", MaxConns: 6, TrimVisibility: true})
 	if err != nil {
 		t.Fatalf("temporal server on PostgreSQL: %v", err)
 	}
@@ -116,7 +118,9 @@ func namespaceID(t *testing.T, srv *pgtemporal.Server) string {
 // Temporal server on PostgreSQL, all sharing one task queue. A burst of
 // record changes is delivered exactly once each, both workers make at
 // least 35 % of the attempts, and fewer than 1 % of starts are refused as
-// already started. Then Temporal is killed: the API stays ready and takes
+// already started; on the visibility table trimmed as the operators'
+// document advises, a delivery is found by every search an operator
+// would type. Then Temporal is killed: the API stays ready and takes
 // writes, and their events arrive once Temporal answers again (the test
 // logs how long after it started workflows on every shard: about as soon
 // as it does, because the client reconnects at least every 500 ms, which
@@ -149,7 +153,7 @@ func TestProductionShape(t *testing.T) {
 	mod := jsonCall(t, "POST", api+"/api/admin/modules", key, map[string]any{"slug": "orders", "name": "Orders",
 		"fields": []any{map[string]any{"name": "title", "type": "string"}}})
 	rcv := newDeliveries(t)
-	jsonCall(t, "POST", api+"/api/admin/webhook-endpoints", key, map[string]any{"url": rcv.srv.URL, "events": []string{"record_created"}})
+	endpoint := jsonCall(t, "POST", api+"/api/admin/webhook-endpoints", key, map[string]any{"url": rcv.srv.URL, "events": []string{"record_created"}})["id"].(string)
 	burstKey := jsonCall(t, "POST", api+"/api/admin/keys", key, map[string]any{"name": "burst", "permissions": map[string]any{"*": []string{"write"}}, "rate_limit_per_minute": 1_000_000})["key"].(string)
 	create := func() string {
 		t.Helper()
@@ -193,6 +197,14 @@ func TestProductionShape(t *testing.T) {
 	if r := refused[0] + refused[1]; r >= 0.01*n {
 		t.Errorf("%v starts refused as already started, want under 1%% of %d", r, n)
 	}
+
+	// One more delivery, searched as operators search deliveries in the
+	// Temporal UI, on the trimmed visibility table.
+	last := create()
+	storetest.Eventually(t, time.Minute, "one more record delivered", func() bool { _, ok := rcv.delivered(last); return ok })
+	ref, _ := rcv.delivered(last)
+	ref.endpoint = endpoint
+	checkSearchable(t, srv.Address(), srv.Namespace(), ref)
 
 	// Temporal goes away: the API replica stays ready and takes writes; the
 	// workers are not ready.
@@ -269,7 +281,7 @@ func TestProductionShape(t *testing.T) {
 		got, _ := rcv.at(id)
 		t.Logf("event %d written during the outage arrived %s after Temporal answered", i+1, got.Sub(back).Round(time.Millisecond))
 	}
-	if total := rcv.events(); total != n+len(written) {
-		t.Errorf("%d events delivered, want %d", total, n+len(written))
+	if total := rcv.events(); total != n+1+len(written) {
+		t.Errorf("%d events delivered, want %d", total, n+1+len(written))
 	}
 }

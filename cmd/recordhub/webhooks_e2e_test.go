@@ -173,7 +173,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 				}
 			}
 			checkPurgeSchedule(t, cfg)
-			checkSearchable(t, cfg, created, okEndpoint)
+			checkSearchable(t, fmt.Sprintf("127.0.0.1:%d", cfg.TemporalPort), cfg.TemporalNamespace, refOf(created, okEndpoint))
 			if err := stop(); err != nil {
 				t.Fatal(err)
 			}
@@ -301,21 +301,33 @@ func TestMain(m *testing.M) {
 	os.Exit(0)
 }
 
-// checkSearchable asks the embedded server's visibility, as an operator
-// types them in the Temporal UI, each query that should find the delivery
-// of the event ev to the endpoint: by each of recordhub's search
-// attributes, and by workflow id, type and status.
-func checkSearchable(t *testing.T, cfg Config, ev received, endpointID string) {
+// searchRef is what an operator searches a delivery by: its event and the
+// endpoint it went to.
+type searchRef struct {
+	tenant, endpoint, module, record, eventType, eventID string
+}
+
+// refOf is the searchRef of the delivery of ev to the endpoint.
+func refOf(ev received, endpointID string) searchRef {
+	record := ev.body["record"].(map[string]any)
+	return searchRef{tenant: ev.body["tenant_id"].(string), endpoint: endpointID, module: record["module_id"].(string),
+		record: record["id"].(string), eventType: ev.event, eventID: ev.id}
+}
+
+// checkSearchable asks the visibility of the Temporal server at addr, as
+// an operator types them in the Temporal UI, each query that should find
+// the delivery d: by each of recordhub's search attributes, and by
+// workflow id, type and status.
+func checkSearchable(t *testing.T, addr, namespace string, d searchRef) {
 	t.Helper()
 	ctx := t.Context()
-	c, err := client.Dial(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", cfg.TemporalPort), Namespace: cfg.TemporalNamespace})
+	c, err := client.Dial(client.Options{HostPort: addr, Namespace: namespace})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	record := ev.body["record"].(map[string]any)
 	find := func(query string) []string {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: cfg.TemporalNamespace, Query: query, PageSize: 1000})
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: namespace, Query: query, PageSize: 1000})
 		if err != nil {
 			t.Fatalf("list %q: %v", query, err)
 		}
@@ -328,21 +340,21 @@ func checkSearchable(t *testing.T, cfg Config, ev received, endpointID string) {
 	// The event's first delivery to the endpoint (a replay of it, if the
 	// test made one, is an execution of its own).
 	var id string
-	one := fmt.Sprintf("RecordhubRecord = %q AND RecordhubEndpoint = %q AND RecordhubEventType = %q", record["id"], endpointID, ev.event)
+	one := fmt.Sprintf("RecordhubRecord = %q AND RecordhubEndpoint = %q AND RecordhubEventType = %q", d.record, d.endpoint, d.eventType)
 	storetest.Eventually(t, 30*time.Second, "the delivery in the Temporal UI's list", func() bool {
 		for _, found := range find(one) {
-			if found == workflows.WorkflowID(ev.id, endpointID) {
+			if found == workflows.WorkflowID(d.eventID, d.endpoint) {
 				id = found
 			}
 		}
 		return id != ""
 	})
 	for _, q := range []string{
-		fmt.Sprintf("RecordhubTenant = %q", ev.body["tenant_id"]),
-		fmt.Sprintf("RecordhubEndpoint = %q", endpointID),
-		fmt.Sprintf("RecordhubModule = %q", record["module_id"]),
-		fmt.Sprintf("RecordhubRecord = %q", record["id"]),
-		fmt.Sprintf("RecordhubEventType = %q", ev.event),
+		fmt.Sprintf("RecordhubTenant = %q", d.tenant),
+		fmt.Sprintf("RecordhubEndpoint = %q", d.endpoint),
+		fmt.Sprintf("RecordhubModule = %q", d.module),
+		fmt.Sprintf("RecordhubRecord = %q", d.record),
+		fmt.Sprintf("RecordhubEventType = %q", d.eventType),
 		fmt.Sprintf("WorkflowId = %q", id),
 		fmt.Sprintf("WorkflowType = %q", workflows.DeliveryWorkflowName),
 		`ExecutionStatus = "Completed"`,

@@ -83,6 +83,7 @@ type serverConfig struct {
 	// MaxConns and VisibilityMaxConns size each service's pools.
 	MaxConns, VisibilityMaxConns int
 	Shards                       int
+	PprofPort                    int // 0: no profiler
 }
 
 // configTemplate has the shape of the server module's
@@ -126,6 +127,11 @@ global:
   membership:
     maxJoinDuration: 30s
     broadcastAddress: 127.0.0.1
+{{- if .PprofPort}}
+  pprof:
+    port: {{.PprofPort}}
+    host: 127.0.0.1
+{{- end}}
 
 services:
   frontend:

@@ -11,6 +11,9 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/recordhub/recordhub/cmd/internal/visindex"
 )
 
 // postgres is where the server's databases live, taken from
@@ -120,6 +123,22 @@ func dropDatabases(ctx context.Context, pg postgres, dbs ...string) error {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			return fmt.Errorf("pgtemporal: drop database %s: %w", db, err)
 		}
+	}
+	return nil
+}
+
+// trimVisibility drops the visibility indexes operators do not search by
+// (visindex) from the database db.
+func trimVisibility(ctx context.Context, pg postgres, db string) error {
+	cfg, err := pgx.ParseConfig(pg.url)
+	if err != nil {
+		return fmt.Errorf("pgtemporal: %w", err)
+	}
+	cfg.Database = db
+	conn := stdlib.OpenDB(*cfg)
+	defer conn.Close()
+	if _, err := visindex.Trim(ctx, conn, visindex.Postgres); err != nil {
+		return fmt.Errorf("pgtemporal: %w", err)
 	}
 	return nil
 }

@@ -67,6 +67,13 @@ type Options struct {
 	// set here. Start fails on a key the server does not know or a value of
 	// the wrong type (the server's own validate-dynamic-config).
 	DynamicConfig map[string]any
+	// TrimVisibility drops the visibility indexes that recordhub's
+	// operators do not search by, as the operators' document advises
+	// (package visindex), before the server starts.
+	TrimVisibility bool
+	// PprofPort, when not 0, serves Go's profiler on 127.0.0.1 at that
+	// port (/debug/pprof/), for the bench's profiles of the server.
+	PprofPort int
 }
 
 // Server is a Temporal server process. Its methods are safe for concurrent
@@ -140,6 +147,11 @@ func (s *Server) start(ctx context.Context, o Options, sqlTool string) error {
 	if err != nil {
 		return err
 	}
+	if o.TrimVisibility {
+		if err := trimVisibility(ctx, s.pg, s.dbs[1]); err != nil {
+			return err
+		}
+	}
 	// Between releasing the ports and the server binding them, another
 	// process may take one: then try again on other ports.
 	for attempt := 1; ; attempt++ {
@@ -161,6 +173,7 @@ func (s *Server) start(ctx context.Context, o Options, sqlTool string) error {
 			DynamicConfigFile:  dynamicConfig,
 			MaxConns:           cmp.Or(o.MaxConns, 20),
 			VisibilityMaxConns: max(cmp.Or(o.MaxConns, 20)/2, 2),
+			PprofPort:          o.PprofPort,
 		})
 		release()
 		if err != nil {

@@ -2,7 +2,6 @@ package devtemporal
 
 import (
 	"database/sql"
-	"maps"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/recordhub/recordhub/cmd/internal/visindex"
 	"github.com/recordhub/recordhub/models/storetest"
 )
 
@@ -55,17 +55,17 @@ func TestVisibilityIndexesTrimmed(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := visibilityIndexes(t, abs)
-	for name := range keptVisibilityIndexes {
+	for _, name := range visindex.Kept {
 		if !slices.Contains(before, name) {
-			t.Fatalf("Temporal's schema has no index %s (it has %v): keptVisibilityIndexes names one that is gone", name, before)
+			t.Fatalf("Temporal's schema has no index %s (it has %v): visindex.Kept names one that is gone", name, before)
 		}
 	}
-	if len(before) <= len(keptVisibilityIndexes) {
-		t.Fatalf("Temporal's schema has %d visibility indexes, want more than the %d kept", len(before), len(keptVisibilityIndexes))
+	if len(before) <= len(visindex.Kept) {
+		t.Fatalf("Temporal's schema has %d visibility indexes, want more than the %d kept", len(before), len(visindex.Kept))
 	}
 
 	s := startServer(t, Config{DataDir: dir, Namespace: testNamespace, Logger: testLogger()})
-	want := slices.Sorted(maps.Keys(keptVisibilityIndexes))
+	want := slices.Sorted(slices.Values(visindex.Kept))
 	if d := cmp.Diff(visibilityIndexes(t, abs), want); d != "" {
 		t.Errorf("visibility indexes after start (-got +want):\n%s", d)
 	}
