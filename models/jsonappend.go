@@ -1,0 +1,89 @@
+package models
+
+import (
+	"time"
+	"unicode/utf8"
+)
+
+// A record's events and its write's answer are written by appending their
+// JSON to a buffer rather than by encoding/json, which reflects over their
+// structs and validates again the record's JSON it is handed. What they
+// write must stay, byte for byte, what encoding/json wrote: events are
+// signed and delivered as written, and clients compare answers. The two
+// helpers below write strings and times exactly as json.Marshal does.
+
+// AppendJSONString appends s as json.Marshal writes a string: with its
+// HTML-safe escaping of <, > and &, U+2028 and U+2029 escaped, the short
+// escapes \b, \f, \n, \r and \t, every other control byte as \u00XX and
+// each byte of invalid UTF-8 as \ufffd.
+func AppendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// AppendJSONTime appends t as json.Marshal writes a time.Time (RFC 3339
+// with nanoseconds, in t's own zone), and reports false, with b as it was,
+// for a time that json.Marshal refuses: a year outside 0 to 9999, or a
+// zone 24 hours or more away from UTC.
+func AppendJSONTime(b []byte, t time.Time) ([]byte, bool) {
+	n0 := len(b)
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	// What Time.MarshalJSON checks of what it formatted.
+	if len(b) < n0+1+len("9999-") || b[n0+1+len("9999")] != '-' {
+		return b[:n0], false
+	}
+	if b[len(b)-1] != 'Z' {
+		c := b[len(b)-len("Z07:00")]
+		h := 10*int(b[len(b)-len("07:00")]-'0') + int(b[len(b)-len("7:00")]-'0')
+		if ('0' <= c && c <= '9') || h >= 24 {
+			return b[:n0], false
+		}
+	}
+	return append(b, '"'), true
+}
