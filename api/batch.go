@@ -77,6 +77,21 @@ func (s *Server) batch(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	writeBatchAnswers(c, answers)
+}
+
+// writeBatchAnswers answers a batch's applied operations: appended
+// (appendBatchItems), or by c.JSON when one holds what that does not
+// write, which encodes them alike.
+func writeBatchAnswers(c *gin.Context, answers []recordAnswer) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	b, ok := appendBatchItems((*bp)[:0], answers)
+	*bp = b
+	if ok {
+		c.Data(http.StatusOK, jsonContentType, b)
+		return
+	}
 	items := make([]batchItemJSON, len(answers))
 	for i, a := range answers {
 		items[i] = batchItemOut(a)
