@@ -1,6 +1,9 @@
 package models
 
 import (
+	"encoding/json"
+	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -86,4 +89,138 @@ func AppendJSONTime(b []byte, t time.Time) ([]byte, bool) {
 		}
 	}
 	return append(b, '"'), true
+}
+
+// maxAppendDepth is how deep appendJSONValueOf goes before it leaves a
+// value to json.Marshal, whose cycle detection starts at that depth.
+const maxAppendDepth = 1000
+
+// marshalObject is json.Marshal(m) for a record's fields or custom data:
+// the values JSON decodes to (with numbers as json.Number) are appended,
+// anything else is encoded by json.Marshal.
+func marshalObject(m map[string]any) ([]byte, error) {
+	if b, ok := appendJSONValueOf(make([]byte, 0, 256), m, 0); ok {
+		return b, nil
+	}
+	return json.Marshal(m)
+}
+
+// appendJSONValueOf appends v as json.Marshal writes it, and reports false,
+// with b as it was, for a value json.Marshal refuses or nested deeper than
+// maxAppendDepth.
+func appendJSONValueOf(b []byte, v any, depth int) ([]byte, bool) {
+	if depth > maxAppendDepth {
+		return b, false
+	}
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case string:
+		return AppendJSONString(b, v), true
+	case bool:
+		return strconv.AppendBool(b, v), true
+	case json.Number:
+		n := string(v)
+		if n == "" {
+			n = "0" // as json.Marshal writes the zero Number
+		}
+		if !validJSONNumber(n) {
+			return b, false
+		}
+		return append(b, n...), true
+	case map[string]any:
+		return appendJSONMap(b, v, depth)
+	case JSONObject:
+		return appendJSONMap(b, v, depth)
+	case []any:
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		n0 := len(b)
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendJSONValueOf(b, e, depth+1); !ok {
+				return b[:n0], false
+			}
+		}
+		return append(b, ']'), true
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b, false
+	}
+	return append(b, out...), true
+}
+
+// appendJSONMap appends m as json.Marshal writes a map: null when nil,
+// else its members in the order of their keys.
+func appendJSONMap(b []byte, m map[string]any, depth int) ([]byte, bool) {
+	if m == nil {
+		return append(b, "null"...), true
+	}
+	n0 := len(b)
+	keys := make([]string, 0, 16)
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendJSONString(b, k)
+		b = append(b, ':')
+		var ok bool
+		if b, ok = appendJSONValueOf(b, m[k], depth+1); !ok {
+			return b[:n0], false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// validJSONNumber reports whether s is a JSON number, as json.Marshal
+// checks a json.Number before it writes it.
+func validJSONNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	if s[0] == '-' {
+		if s = s[1:]; s == "" {
+			return false
+		}
+	}
+	switch {
+	case s[0] == '0':
+		s = s[1:]
+	case '1' <= s[0] && s[0] <= '9':
+		s = s[1:]
+		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
+			s = s[1:]
+		}
+	default:
+		return false
+	}
+	if len(s) >= 2 && s[0] == '.' && '0' <= s[1] && s[1] <= '9' {
+		s = s[2:]
+		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
+			s = s[1:]
+		}
+	}
+	if len(s) >= 2 && (s[0] == 'e' || s[0] == 'E') {
+		s = s[1:]
+		if s[0] == '+' || s[0] == '-' {
+			if s = s[1:]; s == "" {
+				return false
+			}
+		}
+		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
+			s = s[1:]
+		}
+	}
+	return s == ""
 }
