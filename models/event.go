@@ -188,10 +188,11 @@ func encodeEventBody(body *eventBody) (string, error) {
 // eventBodySize is about the size of body's payload, for its buffer.
 func eventBodySize(body *eventBody) int {
 	n := 512 + len(body.Module.Slug)
-	for _, v := range []any{body.Record.Fields, body.Record.CustomData} {
-		if raw, ok := v.(json.RawMessage); ok {
-			n += len(raw)
-		}
+	if raw, ok := body.Record.Fields.(json.RawMessage); ok {
+		n += len(raw)
+	}
+	if raw, ok := body.Record.CustomData.(json.RawMessage); ok {
+		n += len(raw)
 	}
 	return n
 }
@@ -201,8 +202,8 @@ func eventBodySize(body *eventBody) int {
 // written must not change it. The record's fields and custom data, when
 // they are its JSON (Record.FieldsJSON), were written by json.Marshal and
 // go out as they are; other objects, the changes and the status movement
-// are encoded by json.Marshal. It reports false, with b as it was, when
-// body holds what does not encode.
+// are written as json.Marshal writes them. It reports false, with b as it
+// was, when body holds what does not encode.
 func appendEventBody(b []byte, body *eventBody) ([]byte, bool) {
 	n0 := len(b)
 	var ok bool
@@ -242,9 +243,7 @@ func appendEventBody(b []byte, body *eventBody) ([]byte, bool) {
 		return b[:n0], false
 	}
 	b = append(b, `},"changes":`...)
-	if body.Changes != nil && len(body.Changes) == 0 {
-		b = append(b, "{}"...)
-	} else if b, ok = appendJSONValue(b, body.Changes); !ok {
+	if b, ok = appendJSONValue(b, body.Changes); !ok {
 		return b[:n0], false
 	}
 	if body.Status != nil {
@@ -257,16 +256,13 @@ func appendEventBody(b []byte, body *eventBody) ([]byte, bool) {
 }
 
 // appendJSONValue appends v's JSON: a json.RawMessage as it is, which
-// must be json.Marshal's writing, anything else as json.Marshal writes it.
+// must be json.Marshal's writing, anything else as json.Marshal writes it
+// (appendJSONValueOf).
 func appendJSONValue(b []byte, v any) ([]byte, bool) {
 	if raw, ok := v.(json.RawMessage); ok && len(raw) > 0 {
 		return append(b, raw...), true
 	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return b, false
-	}
-	return append(b, out...), true
+	return appendJSONValueOf(b, v, 0)
 }
 
 func nonNil(m JSONObject) map[string]any {
