@@ -110,8 +110,6 @@ func appendAnswerBody(b []byte, body any) ([]byte, bool) {
 		b = append(b, `,"id":`...)
 		b = models.AppendJSONString(b, v.ID)
 		return append(b, '}'), true
-	case nil:
-		return append(b, "null"...), true
 	}
 	return b, false
 }
