@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -99,11 +100,20 @@ const maxAppendDepth = 1000
 // the values JSON decodes to (with numbers as json.Number) are appended,
 // anything else is encoded by json.Marshal.
 func marshalObject(m map[string]any) ([]byte, error) {
-	if b, ok := appendJSONValueOf(make([]byte, 0, 256), m, 0); ok {
-		return b, nil
+	bp := appendBuffers.Get().(*[]byte)
+	defer appendBuffers.Put(bp)
+	b, ok := appendJSONValueOf((*bp)[:0], m, 0)
+	*bp = b
+	if ok {
+		return slices.Clone(b), nil
 	}
 	return json.Marshal(m)
 }
+
+// appendBuffers are the buffers JSON is appended to before it is copied
+// out at its size: most of what is written here is far smaller than a
+// buffer that would hold all of it.
+var appendBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // appendJSONValueOf appends v as json.Marshal writes it, and reports false,
 // with b as it was, for a value json.Marshal refuses or nested deeper than
