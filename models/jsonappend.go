@@ -13,8 +13,9 @@ import (
 // JSON to a buffer rather than by encoding/json, which reflects over their
 // structs and validates again the record's JSON it is handed. What they
 // write must stay, byte for byte, what encoding/json wrote: events are
-// signed and delivered as written, and clients compare answers. The two
-// helpers below write strings and times exactly as json.Marshal does.
+// signed and delivered as written, and clients compare answers. The
+// helpers below write strings, times and decoded JSON values exactly as
+// json.Marshal does.
 
 // AppendJSONString appends s as json.Marshal writes a string: with its
 // HTML-safe escaping of <, > and &, U+2028 and U+2029 escaped, the short
@@ -110,9 +111,8 @@ func marshalObject(m map[string]any) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// appendBuffers are the buffers JSON is appended to before it is copied
-// out at its size: most of what is written here is far smaller than a
-// buffer that would hold all of it.
+// appendBuffers hold JSON as it is appended; what is kept is a copy at
+// its size, so that a record or an event holds no buffer's spare room.
 var appendBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // appendJSONValueOf appends v as json.Marshal writes it, and reports false,
