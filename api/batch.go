@@ -89,7 +89,7 @@ func writeBatchAnswers(c *gin.Context, answers []recordAnswer) {
 	b, ok := appendBatchItems((*bp)[:0], answers)
 	*bp = b
 	if ok {
-		c.Data(http.StatusOK, jsonContentType, b)
+		c.Render(http.StatusOK, appendedJSON(b))
 		return
 	}
 	items := make([]batchItemJSON, len(answers))
@@ -97,6 +97,23 @@ func writeBatchAnswers(c *gin.Context, answers []recordAnswer) {
 		items[i] = batchItemOut(a)
 	}
 	c.JSON(http.StatusOK, items)
+}
+
+// appendedJSON renders JSON already written as c.JSON renders what it
+// encodes: c.Data would add a Content-Length, which c.JSON does not set,
+// and so change how a large answer is framed.
+type appendedJSON []byte
+
+func (j appendedJSON) Render(w http.ResponseWriter) error {
+	j.WriteContentType(w)
+	_, err := w.Write(j)
+	return err
+}
+
+func (j appendedJSON) WriteContentType(w http.ResponseWriter) {
+	if h := w.Header(); len(h["Content-Type"]) == 0 {
+		h["Content-Type"] = []string{jsonContentType}
+	}
 }
 
 // takeBatchBudget takes n requests of the key's budget at once, for a

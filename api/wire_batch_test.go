@@ -3,9 +3,14 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/gin-gonic/gin"
 
 	"github.com/recordhub/recordhub/models"
 	"github.com/recordhub/recordhub/models/storetest"
@@ -107,7 +112,27 @@ func TestAppendBatchItems(t *testing.T) {
 			if !ok || string(got) != "x"+string(want) {
 				t.Errorf("appendBatchItems = %v\n%s\nwant\n%s", ok, got, want)
 			}
+			sameAsJSON(t, answers)
 		})
+	}
+}
+
+// sameAsJSON checks that writeBatchAnswers answers answers as c.JSON
+// answers their items: status, headers and body.
+func sameAsJSON(t *testing.T, answers []recordAnswer) {
+	t.Helper()
+	items := make([]batchItemJSON, len(answers))
+	for i, a := range answers {
+		items[i] = batchItemOut(a)
+	}
+	want := httptest.NewRecorder()
+	c, _ := gin.CreateTestContext(want)
+	c.JSON(http.StatusOK, items)
+	got := httptest.NewRecorder()
+	c, _ = gin.CreateTestContext(got)
+	writeBatchAnswers(c, answers)
+	if got.Code != want.Code || !maps.EqualFunc(got.Header(), want.Header(), slices.Equal) || got.Body.String() != want.Body.String() {
+		t.Errorf("writeBatchAnswers answered %d %v\n%s\nc.JSON %d %v\n%s", got.Code, got.Header(), got.Body, want.Code, want.Header(), want.Body)
 	}
 }
 
@@ -121,9 +146,13 @@ func TestAppendBatchItemsDeclines(t *testing.T) {
 		"fields not JSON":  recordJSON{ID: "rec_1", Fields: json.RawMessage{}, CustomData: json.RawMessage(`{}`)},
 		"unencodable data": recordJSON{ID: "rec_1", Fields: map[string]any{"f": func() {}}, CustomData: json.RawMessage(`{}`)},
 	} {
-		got, ok := appendBatchItems([]byte("x"), []recordAnswer{good, {status: http.StatusOK, body: body}})
+		answers := []recordAnswer{good, {status: http.StatusOK, body: body}}
+		got, ok := appendBatchItems([]byte("x"), answers)
 		if ok || string(got) != "x" {
 			t.Errorf("%s: appendBatchItems = %s, %v; want x, false", name, got, ok)
+		}
+		if _, err := json.Marshal(body); err == nil {
+			sameAsJSON(t, answers)
 		}
 	}
 }
