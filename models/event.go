@@ -174,11 +174,8 @@ func recordEvents(m *Module, before, after *Record, at time.Time) ([]Event, erro
 // or encoded by json.Marshal when it holds what that does not write,
 // which encodes it alike.
 func encodeEventBody(body *eventBody) (string, error) {
-	bp := appendBuffers.Get().(*[]byte)
-	defer appendBuffers.Put(bp)
-	b, ok := appendEventBody((*bp)[:0], body)
-	*bp = b
-	if ok {
+	b := make([]byte, 0, eventBodySize(body))
+	if b, ok := appendEventBody(b, body); ok {
 		return string(b), nil
 	}
 	b, err := json.Marshal(body)
@@ -186,6 +183,18 @@ func encodeEventBody(body *eventBody) (string, error) {
 		return "", fmt.Errorf("encode event: %w", err)
 	}
 	return string(b), nil
+}
+
+// eventBodySize is about the size of body's payload, for its buffer.
+func eventBodySize(body *eventBody) int {
+	n := 512 + len(body.Module.Slug)
+	if raw, ok := body.Record.Fields.(json.RawMessage); ok {
+		n += len(raw)
+	}
+	if raw, ok := body.Record.CustomData.(json.RawMessage); ok {
+		n += len(raw)
+	}
+	return n
 }
 
 // appendEventBody appends body's JSON, byte for byte as json.Marshal

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -101,19 +100,11 @@ const maxAppendDepth = 1000
 // the values JSON decodes to (with numbers as json.Number) are appended,
 // anything else is encoded by json.Marshal.
 func marshalObject(m map[string]any) ([]byte, error) {
-	bp := appendBuffers.Get().(*[]byte)
-	defer appendBuffers.Put(bp)
-	b, ok := appendJSONValueOf((*bp)[:0], m, 0)
-	*bp = b
-	if ok {
-		return slices.Clone(b), nil
+	if b, ok := appendJSONValueOf(make([]byte, 0, 256), m, 0); ok {
+		return b, nil
 	}
 	return json.Marshal(m)
 }
-
-// appendBuffers hold JSON as it is appended; what is kept is a copy at
-// its size, so that a record or an event holds no buffer's spare room.
-var appendBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // appendJSONValueOf appends v as json.Marshal writes it, and reports false,
 // with b as it was, for a value json.Marshal refuses or nested deeper than
