@@ -77,11 +77,43 @@ func (s *Server) batch(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	writeBatchAnswers(c, answers)
+}
+
+// writeBatchAnswers answers a batch's applied operations: appended
+// (appendBatchItems), or by c.JSON when one holds what that does not
+// write, which encodes them alike.
+func writeBatchAnswers(c *gin.Context, answers []recordAnswer) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	b, ok := appendBatchItems((*bp)[:0], answers)
+	*bp = b
+	if ok {
+		c.Render(http.StatusOK, appendedJSON(b))
+		return
+	}
 	items := make([]batchItemJSON, len(answers))
 	for i, a := range answers {
 		items[i] = batchItemOut(a)
 	}
 	c.JSON(http.StatusOK, items)
+}
+
+// appendedJSON renders JSON already written as c.JSON renders what it
+// encodes: c.Data would add a Content-Length, which c.JSON does not set,
+// and so change how a large answer is framed.
+type appendedJSON []byte
+
+func (j appendedJSON) Render(w http.ResponseWriter) error {
+	j.WriteContentType(w)
+	_, err := w.Write(j)
+	return err
+}
+
+func (j appendedJSON) WriteContentType(w http.ResponseWriter) {
+	if h := w.Header(); len(h["Content-Type"]) == 0 {
+		h["Content-Type"] = []string{jsonContentType}
+	}
 }
 
 // takeBatchBudget takes n requests of the key's budget at once, for a

@@ -363,9 +363,14 @@ const jsonContentType = "application/json; charset=utf-8"
 // record is stored, to be stored with it (keyedCreate), and must be the
 // one answerChange then sends, byte for byte.
 func (a recordAnswer) render() (models.IdempotentAnswer, error) {
-	body, err := json.Marshal(a.body)
-	if err != nil {
-		return models.IdempotentAnswer{}, fmt.Errorf("encode answer: %w", err)
+	// Appended as a batch's items are (appendAnswerBody), which writes
+	// what json.Marshal writes.
+	body, ok := appendAnswerBody(make([]byte, 0, 512), a.body)
+	if !ok {
+		var err error
+		if body, err = json.Marshal(a.body); err != nil {
+			return models.IdempotentAnswer{}, fmt.Errorf("encode answer: %w", err)
+		}
 	}
 	h := map[string]string{"Content-Type": jsonContentType}
 	if a.location != "" {

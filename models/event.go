@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -148,11 +149,12 @@ func recordEvents(m *Module, before, after *Record, at time.Time) ([]Event, erro
 	if e := shown.encoded; e != nil {
 		fields, customData = e.fields, e.customData
 	}
+	occurredAt := at.UTC().Format(time.RFC3339Nano)
 	out := make([]Event, 0, len(evs))
 	for _, e := range evs {
 		id := NewID(PrefixEvent)
-		body, err := json.Marshal(eventBody{
-			ID: id, Event: e.typ, OccurredAt: at.UTC().Format(time.RFC3339Nano), TenantID: m.TenantID,
+		body, err := encodeEventBody(&eventBody{
+			ID: id, Event: e.typ, OccurredAt: occurredAt, TenantID: m.TenantID,
 			Module: eventModule{ID: m.ID, Slug: m.Slug},
 			Record: eventRecord{
 				ID: shown.ID, ModuleID: shown.ModuleID, Fields: fields, CustomData: customData,
@@ -161,11 +163,106 @@ func recordEvents(m *Module, before, after *Record, at time.Time) ([]Event, erro
 			Changes: e.changes, Status: e.status,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("encode event: %w", err)
+			return nil, err
 		}
-		out = append(out, Event{ID: id, TenantID: m.TenantID, ModuleID: m.ID, RecordID: shown.ID, RecordVersion: version, Type: e.typ, Payload: string(body), OccurredAt: at})
+		out = append(out, Event{ID: id, TenantID: m.TenantID, ModuleID: m.ID, RecordID: shown.ID, RecordVersion: version, Type: e.typ, Payload: body, OccurredAt: at})
 	}
 	return out, nil
+}
+
+// encodeEventBody is the payload of an event: appended (appendEventBody),
+// or encoded by json.Marshal when it holds what that does not write,
+// which encodes it alike.
+func encodeEventBody(body *eventBody) (string, error) {
+	b := make([]byte, 0, eventBodySize(body))
+	if b, ok := appendEventBody(b, body); ok {
+		return string(b), nil
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return "", fmt.Errorf("encode event: %w", err)
+	}
+	return string(b), nil
+}
+
+// eventBodySize is about the size of body's payload, for its buffer.
+func eventBodySize(body *eventBody) int {
+	n := 512 + len(body.Module.Slug)
+	if raw, ok := body.Record.Fields.(json.RawMessage); ok {
+		n += len(raw)
+	}
+	if raw, ok := body.Record.CustomData.(json.RawMessage); ok {
+		n += len(raw)
+	}
+	return n
+}
+
+// appendEventBody appends body's JSON, byte for byte as json.Marshal
+// writes it: a payload is signed and delivered as written, so how it is
+// written must not change it. The record's fields and custom data, when
+// they are its JSON (Record.FieldsJSON), were written by json.Marshal and
+// go out as they are; other objects, the changes and the status movement
+// are written as json.Marshal writes them. It reports false, with b as it
+// was, when body holds what does not encode.
+func appendEventBody(b []byte, body *eventBody) ([]byte, bool) {
+	n0 := len(b)
+	var ok bool
+	b = append(b, `{"id":`...)
+	b = AppendJSONString(b, body.ID)
+	b = append(b, `,"event":`...)
+	b = AppendJSONString(b, body.Event)
+	b = append(b, `,"occurred_at":`...)
+	b = AppendJSONString(b, body.OccurredAt)
+	b = append(b, `,"tenant_id":`...)
+	b = AppendJSONString(b, body.TenantID)
+	b = append(b, `,"module":{"id":`...)
+	b = AppendJSONString(b, body.Module.ID)
+	b = append(b, `,"slug":`...)
+	b = AppendJSONString(b, body.Module.Slug)
+	r := &body.Record
+	b = append(b, `},"record":{"id":`...)
+	b = AppendJSONString(b, r.ID)
+	b = append(b, `,"module_id":`...)
+	b = AppendJSONString(b, r.ModuleID)
+	b = append(b, `,"fields":`...)
+	if b, ok = appendJSONValue(b, r.Fields); !ok {
+		return b[:n0], false
+	}
+	b = append(b, `,"custom_data":`...)
+	if b, ok = appendJSONValue(b, r.CustomData); !ok {
+		return b[:n0], false
+	}
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, r.Version, 10)
+	b = append(b, `,"created_at":`...)
+	if b, ok = AppendJSONTime(b, r.CreatedAt); !ok {
+		return b[:n0], false
+	}
+	b = append(b, `,"updated_at":`...)
+	if b, ok = AppendJSONTime(b, r.UpdatedAt); !ok {
+		return b[:n0], false
+	}
+	b = append(b, `},"changes":`...)
+	if b, ok = appendJSONValue(b, body.Changes); !ok {
+		return b[:n0], false
+	}
+	if body.Status != nil {
+		b = append(b, `,"status":`...)
+		if b, ok = appendJSONValue(b, body.Status); !ok {
+			return b[:n0], false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONValue appends v's JSON: a json.RawMessage as it is, which
+// must be json.Marshal's writing, anything else as json.Marshal writes it
+// (appendJSONValueOf).
+func appendJSONValue(b []byte, v any) ([]byte, bool) {
+	if raw, ok := v.(json.RawMessage); ok && len(raw) > 0 {
+		return append(b, raw...), true
+	}
+	return appendJSONValueOf(b, v, 0)
 }
 
 func nonNil(m JSONObject) map[string]any {

@@ -131,10 +131,10 @@ func (s *Store) newRecord(m *Module, fields, customData map[string]any) (*Record
 	}
 	var err error
 	r.encoded = &encodedRecord{}
-	if r.encoded.fields, err = json.Marshal(fields); err != nil {
+	if r.encoded.fields, err = marshalObject(fields); err != nil {
 		return nil, nil, fmt.Errorf("encode fields: %w", err)
 	}
-	if r.encoded.customData, err = json.Marshal(customData); err != nil {
+	if r.encoded.customData, err = marshalObject(customData); err != nil {
 		return nil, nil, fmt.Errorf("encode custom data: %w", err)
 	}
 	events, err := recordEvents(m, nil, r, now)
