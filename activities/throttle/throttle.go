@@ -26,7 +26,7 @@
 //     placed after, for a minute at most: it delays them a little, and
 //     stalls nothing;
 //   - right before it sends, a request is counted in a log of the sends
-//     made in the last second and 20 ms (Permit.Wait), and once written
+//     made in the last second and 50 ms (Permit.Wait), and once written
 //     its count moves to the write's time (Permit.Wrote). Sent on time, it
 //     always fits; sent late (its caller woke late, the row written
 //     between Acquire and the send overran the instant, or the process
@@ -233,12 +233,14 @@ func (l Limits) interval(g time.Duration) time.Duration {
 }
 
 // logWindow is the span the log of sends holds the limit over (see
-// Permit.Wait): a second and the part of Guard that covers the time from a
-// send's count to the receiver's reading of its clock (with 10 ms, a
-// receiver on the same busy 2-core machine still counted 21 at 20/s). It
-// does not widen with the guard: widened at once, it held back the sends
-// whose instants were granted before, spaced narrower, by up to seconds.
-const logWindow = time.Second + 20*time.Millisecond
+// Permit.Wait): a second and a margin for the time from a send's count to
+// the receiver's reading of its clock. With 10 ms, a receiver on the same
+// busy 2-core machine still counted 21 at 20/s; with 20 ms, one on a
+// slower machine counted 26 at 25/s, the first of its busiest second
+// arriving some 40 ms after its count. It does not widen with the guard:
+// widened at once, it held back the sends whose instants were granted
+// before, spaced narrower, by up to seconds.
+const logWindow = time.Second + 50*time.Millisecond
 
 // maxGuard bounds the guard a busy machine widens (see wakeups): the
 // drain rate stays above 0.8 of the limit.
