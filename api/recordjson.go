@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -49,9 +48,9 @@ func writeRecordViews(c *gin.Context, views []models.RecordView, page *list[reco
 
 func appendRecordView(b []byte, v *models.RecordView) []byte {
 	b = append(b, `{"id":`...)
-	b = appendString(b, v.ID)
+	b = models.AppendJSONString(b, v.ID)
 	b = append(b, `,"module_id":`...)
-	b = appendString(b, v.ModuleID)
+	b = models.AppendJSONString(b, v.ModuleID)
 	b = append(b, `,"fields":`...)
 	b = append(b, rawObject(v.Fields)...)
 	b = append(b, `,"custom_data":`...)
@@ -63,36 +62,4 @@ func appendRecordView(b []byte, v *models.RecordView) []byte {
 	b = append(b, `","updated_at":"`...)
 	b = v.UpdatedAt.UTC().AppendFormat(b, time.RFC3339Nano)
 	return append(b, `"}`...)
-}
-
-// appendString appends s as a JSON string.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			b = append(b, c)
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
 }

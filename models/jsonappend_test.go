@@ -77,3 +77,20 @@ func TestAppendJSONTime(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAppendJSONString: whatever the string, it is written exactly as
+// json.Marshal writes it.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range awkwardStrings {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := models.AppendJSONString(nil, s); string(got) != string(want) {
+			t.Fatalf("AppendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
